@@ -1,0 +1,194 @@
+"""Ledger and receipt records of DESIGN §7, with JSON (de)serialization and atomic writes.
+
+Each ledger stamps its own ``recorded_at`` when it is written; none copies another's. A refused
+step writes no file: callers build a record only once the step has succeeded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar, Self, TypeVar
+
+from patchgate.atomicfile import atomic_write_json
+from patchgate.errors import LedgerError
+
+__all__ = [
+    "FILE_NAMES",
+    "POSTURES",
+    "REJECTION_CODES",
+    "Admission",
+    "DriftRecord",
+    "FixtureLedger",
+    "FlakeLedger",
+    "PropertyLedger",
+    "Receipt",
+    "Record",
+    "now_utc",
+    "read_record",
+]
+
+REJECTION_CODES = ("R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9")
+POSTURES = (
+    "reject_unscored",
+    "reject_admission",
+    "reject_oracle_moved",
+    "reject_pin_mutation",
+    "reject_fixture_drift",
+    "reject_property_miss",
+    "reject_credit",
+    "unavailable",
+    "human_review",
+    "review",
+)
+FILE_NAMES = {
+    "fixture": "fixture_ledger.json",
+    "property": "property_ledger.json",
+    "flake": "flake_ledger.json",
+    "drift": "drift.json",
+    "admission": "admission.json",
+    "receipt": "receipt.json",
+}
+
+
+def now_utc() -> str:
+    """The current UTC time as RFC 3339 with a ``Z`` suffix, millisecond precision."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(kw_only=True)
+class Record:
+    """Base of ledger records: JSON in and out, atomic write stamping ``recorded_at``."""
+
+    kind: ClassVar[str] = ""
+    recorded_at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object, with ``kind`` first where the record has one."""
+        body = asdict(self)
+        return {"kind": self.kind, **body} if self.kind else body
+
+    @classmethod
+    def from_json(cls, obj: object) -> Self:
+        """Parse; unknown or missing fields are a LedgerError."""
+        if not isinstance(obj, dict):
+            raise LedgerError(f"{cls.__name__}: expected a JSON object")
+        body = dict(obj)
+        if cls.kind:
+            if body.pop("kind", None) != cls.kind:
+                raise LedgerError(f"{cls.__name__}: kind must be {cls.kind!r}")
+        names = {f.name for f in fields(cls)}
+        unknown = set(body) - names
+        if unknown:
+            raise LedgerError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
+        try:
+            return cls(**body)
+        except TypeError as exc:
+            raise LedgerError(f"{cls.__name__}: {exc}") from None
+
+    def write(self, path: Path, *, stamp: bool = True) -> None:
+        """Stamp ``recorded_at`` (unless told not to) and write atomically."""
+        if stamp:
+            self.recorded_at = now_utc()
+        atomic_write_json(Path(path), self.to_json())
+
+
+R = TypeVar("R", bound=Record)
+
+
+def read_record(cls: type[R], path: Path) -> R:
+    """Read one record file; every problem is a LedgerError naming the file."""
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot read: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LedgerError(f"{path}: not JSON: {exc}") from None
+    try:
+        return cls.from_json(obj)
+    except LedgerError as exc:
+        raise LedgerError(f"{path}: {exc}") from None
+
+
+@dataclass(kw_only=True)
+class FixtureLedger(Record):
+    """``fixture_ledger.json``: the live digest of the fixture files and how it compares to the pin."""
+
+    kind: ClassVar[str] = "fixture"
+    pin_id: str
+    digest: str
+    algorithm: str = "sha256"
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    status: str = "match"  # "match" or "mismatch"
+    mismatched: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class PropertyLedger(Record):
+    """``property_ledger.json``: per-property status over two runs, on one fixture digest."""
+
+    kind: ClassVar[str] = "property"
+    pin_id: str
+    fixture_digest: str
+    status_by_id: dict[str, str] = field(default_factory=dict)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    oracle_moved: bool = False
+
+
+@dataclass(kw_only=True)
+class FlakeLedger(Record):
+    """``flake_ledger.json``: one observation of a pre-listed, unexpired flake."""
+
+    kind: ClassVar[str] = "flake"
+    test_id: str
+    flake_id: str
+    fixture_digest: str
+    observed: str
+
+
+@dataclass(kw_only=True)
+class DriftRecord(Record):
+    """``drift.json``: two property ledgers (two pins) compared."""
+
+    kind: ClassVar[str] = "drift"
+    left: dict[str, Any] = field(default_factory=dict)
+    right: dict[str, Any] = field(default_factory=dict)
+    drift: bool = False
+    differing: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Admission(Record):
+    """``admission.json``: the decision of the admission matrix and the row that fired."""
+
+    kind: ClassVar[str] = "admission"
+    decision: str
+    row: str
+    reasons: list[str] = field(default_factory=list)
+    suite: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Receipt(Record):
+    """``receipt.json`` of DESIGN §7 (``recorded_at`` is kept apart from ``review_clock``)."""
+
+    schema: str = "patchgate/receipt/v1"
+    review_clock: str = ""
+    patch_sha256: str = ""
+    decision: str = ""
+    posture: str = ""
+    changed_symbols: list[str] = field(default_factory=list)
+    excluded_paths: list[str] = field(default_factory=list)
+    credits: dict[str, int] = field(default_factory=dict)
+    coverage: float = 0.0
+    fixture_status: str = ""
+    fixture_digest: str = ""
+    freeze_citations: list[str] = field(default_factory=list)
+    predicate_hashes: dict[str, str] = field(default_factory=dict)
+    rejection_codes: list[str] = field(default_factory=list)
+    transport: list[dict[str, Any]] = field(default_factory=list)
+    lanes: dict[str, Any] = field(default_factory=lambda: {"local": {}, "remote": {}})
+    admit: bool = False

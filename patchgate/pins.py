@@ -1,0 +1,416 @@
+"""Human pins of the target repository (DESIGN §3), read from a directory or a git revision.
+
+The gate reads pins from the **base** revision, never the patched tree. Each problem is a PinError
+that names the file, the field and why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import subprocess
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from patchgate.digest import FileEntry, Manifest, validate_path
+from patchgate.errors import PinError, UnsafePathError
+
+__all__ = [
+    "ELIGIBLE_CLASSES",
+    "PROPERTY_CLASSES",
+    "DirSource",
+    "FixturePin",
+    "Flake",
+    "GitSource",
+    "PinSet",
+    "PinSource",
+    "ProjectConfig",
+    "PropertyPin",
+    "command_allowed",
+    "load_config",
+    "load_pins",
+    "parse_fixture_pin",
+    "parse_flakes",
+    "parse_properties",
+]
+
+PROPERTY_CLASSES = ("pure_fn", "idempotent_io", "bounded_time", "external_probe")
+ELIGIBLE_CLASSES = ("pure_fn", "idempotent_io")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+MAX_PIN_BYTES = 4 << 20
+
+
+class PinSource(Protocol):
+    """Where pin files are read from."""
+
+    def read(self, path: str) -> bytes | None:
+        """The bytes of ``path`` (relative to the repo root), or None when it does not exist."""
+
+    def describe(self, path: str) -> str:
+        """How to name ``path`` in an error message."""
+
+
+@dataclass(frozen=True)
+class DirSource:
+    """Pins from a directory (a checkout)."""
+
+    root: Path
+
+    def read(self, path: str) -> bytes | None:
+        p = Path(self.root) / path
+        try:
+            if p.stat().st_size > MAX_PIN_BYTES:
+                raise PinError(self.describe(path), "", "file too large")
+            return p.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise PinError(self.describe(path), "", f"cannot read: {exc.strerror}") from None
+
+    def describe(self, path: str) -> str:
+        return str(Path(self.root) / path)
+
+
+@dataclass(frozen=True)
+class GitSource:
+    """Pins from a git revision (``git show REV:path``)."""
+
+    repo: Path
+    rev: str
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(self.repo), "show", f"{self.rev}:./{path}"],
+                capture_output=True,
+                check=False,
+                timeout=60,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise PinError(self.describe(path), "", f"git failed: {exc}") from None
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace")
+            if "does not exist" in err or "exists on disk, but not in" in err:
+                return None
+            raise PinError(self.describe(path), "", f"git show failed: {err.strip()}")
+        if len(proc.stdout) > MAX_PIN_BYTES:
+            raise PinError(self.describe(path), "", "file too large")
+        return proc.stdout
+
+    def describe(self, path: str) -> str:
+        return f"{self.rev}:{path}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectConfig:
+    """``[tool.patchgate]`` of the target's pyproject.toml, or ``patchgate.toml``."""
+
+    pins_dir: str = "pins"
+    fixture_root: str = "fixtures"
+    oracle_paths: tuple[str, ...] = ("tests/", "properties/", "pins/")
+    exclude: tuple[str, ...] = ()
+
+    @property
+    def pin_paths(self) -> tuple[str, str, str]:
+        """Paths of fixtures.json, properties.json and flakes.json."""
+        d = self.pins_dir.rstrip("/")
+        return (f"{d}/fixtures.json", f"{d}/properties.json", f"{d}/flakes.json")
+
+
+def load_config(source: PinSource) -> ProjectConfig:
+    """Read the project configuration from ``patchgate.toml`` or ``pyproject.toml``."""
+    table: dict[str, Any] = {}
+    name = "patchgate.toml"
+    raw = source.read(name)
+    if raw is not None:
+        doc = _toml(raw, source.describe(name))
+        table = doc.get("tool", {}).get("patchgate") or {k: v for k, v in doc.items() if k != "tool"}
+    else:
+        name = "pyproject.toml"
+        raw = source.read(name)
+        if raw is not None:
+            table = _toml(raw, source.describe(name)).get("tool", {}).get("patchgate", {})
+    where = source.describe(name)
+    known = {"pins_dir", "fixture_root", "oracle_paths", "exclude"}
+    for key in table:
+        if key not in known:
+            raise PinError(where, f"tool.patchgate.{key}", "unknown setting")
+    kwargs: dict[str, Any] = {}
+    for key in ("pins_dir", "fixture_root"):
+        if key in table:
+            kwargs[key] = _safe_path(table[key], where, f"tool.patchgate.{key}")
+    for key in ("oracle_paths", "exclude"):
+        if key in table:
+            val = table[key]
+            if not isinstance(val, list) or not all(isinstance(v, str) and v for v in val):
+                raise PinError(where, f"tool.patchgate.{key}", "expected a list of paths")
+            kwargs[key] = tuple(val)
+    return ProjectConfig(**kwargs)
+
+
+def _toml(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PinError(where, "", f"not valid TOML: {exc}") from None
+
+
+def _safe_path(value: object, where: str, fieldname: str) -> str:
+    if not isinstance(value, str):
+        raise PinError(where, fieldname, "expected a string path")
+    try:
+        return validate_path(value.rstrip("/"))
+    except UnsafePathError as exc:
+        raise PinError(where, fieldname, exc.why) from None
+
+
+def command_allowed(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> bool:
+    """True when some allowed command is a prefix of ``argv`` (DESIGN §3)."""
+    return any(len(a) <= len(argv) and tuple(argv[: len(a)]) == tuple(a) for a in allowed)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixturePin:
+    """``pins/fixtures.json``: pinned fixture hashes, seed, clock bound and allowed commands."""
+
+    pin_id: str
+    algorithm: str
+    files: dict[str, str]
+    seed: int
+    clock_bound_ms: int
+    allowed_commands: tuple[tuple[str, ...], ...]
+
+    def allows(self, argv: Sequence[str]) -> bool:
+        """True when ``argv`` is allowed by one of ``allowed_commands``."""
+        return command_allowed(argv, self.allowed_commands)
+
+    def manifest(self, live: dict[str, FileEntry]) -> Manifest:
+        """The manifest of these pins with the sizes of ``live`` files (hashes must already match)."""
+        return Manifest(
+            pin_id=self.pin_id,
+            algorithm=self.algorithm,
+            files=dict(live),
+            seed=self.seed,
+            clock_bound_ms=self.clock_bound_ms,
+            allowed_commands=self.allowed_commands,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PropertyPin:
+    """One entry of ``pins/properties.json``."""
+
+    id: str
+    claim: str
+    property_class: str
+    covers: tuple[str, ...]
+    command: tuple[str, ...]
+
+    @property
+    def eligible(self) -> bool:
+        """Whether this class may earn credit or open a freeze."""
+        return self.property_class in ELIGIBLE_CLASSES
+
+
+@dataclass(frozen=True, kw_only=True)
+class Flake:
+    """One pre-listed flake of ``pins/flakes.json``."""
+
+    id: str
+    signature: str
+    opened_on: dt.date
+    expires_on: dt.date
+    tests: tuple[str, ...]
+
+    def valid_at(self, clock: dt.datetime) -> bool:
+        """Unexpired: ``expires_on`` is later than the review clock's date."""
+        return self.expires_on > clock.astimezone(dt.UTC).date()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinSet:
+    """All pins of one revision."""
+
+    config: ProjectConfig
+    fixtures: FixturePin
+    properties: tuple[PropertyPin, ...]
+    flakes: tuple[Flake, ...] = field(default_factory=tuple)
+
+    def flake(self, flake_id: str) -> Flake | None:
+        """The flake with this id, if pre-listed."""
+        return next((f for f in self.flakes if f.id == flake_id), None)
+
+
+def _json(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise PinError(where, "", f"not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise PinError(where, "", "expected a JSON object at the top level")
+    return obj
+
+
+def _str(obj: dict[str, Any], key: str, where: str, prefix: str = "") -> str:
+    val = obj.get(key)
+    if not isinstance(val, str) or not val:
+        raise PinError(where, prefix + key, "required, a non-empty string")
+    return val
+
+
+def _int(obj: dict[str, Any], key: str, where: str, lo: int, hi: int) -> int:
+    val = obj.get(key)
+    if isinstance(val, bool) or not isinstance(val, int) or not lo <= val <= hi:
+        raise PinError(where, key, f"required, an integer from {lo} to {hi}")
+    return val
+
+
+def _argv(val: object, where: str, fieldname: str) -> tuple[str, ...]:
+    if not isinstance(val, list) or not val or not all(isinstance(a, str) and a for a in val):
+        raise PinError(where, fieldname, "expected a non-empty argv list of non-empty strings")
+    if any("\x00" in a for a in val):
+        raise PinError(where, fieldname, "an argument contains NUL")
+    return tuple(val)
+
+
+def parse_fixture_pin(raw: bytes, where: str, fixture_root: str = "fixtures") -> FixturePin:
+    """Parse and validate ``pins/fixtures.json``."""
+    obj = _json(raw, where)
+    pin_id = _str(obj, "pin_id", where)
+    if not _ID.fullmatch(pin_id):
+        raise PinError(where, "pin_id", "letters, digits and . _ : - only, at most 128")
+    algorithm = _str(obj, "algorithm", where)
+    if algorithm != "sha256":
+        raise PinError(where, "algorithm", f"unsupported {algorithm!r}; only 'sha256'")
+    files_obj = obj.get("files")
+    if not isinstance(files_obj, dict):
+        raise PinError(where, "files", "required, an object of path -> sha256 hex")
+    files: dict[str, str] = {}
+    for path, digest in files_obj.items():
+        try:
+            validate_path(path)
+        except UnsafePathError as exc:
+            raise PinError(where, f"files[{path!r}]", exc.why) from None
+        if not path.startswith(fixture_root.rstrip("/") + "/"):
+            raise PinError(where, f"files[{path!r}]", f"not under the fixture root {fixture_root!r}")
+        if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+            raise PinError(where, f"files[{path!r}]", "expected 64 lowercase hex characters")
+        files[path] = digest
+    seed = _int(obj, "seed", where, 0, 2**32 - 1)
+    bound = _int(obj, "clock_bound_ms", where, 1, 24 * 3600 * 1000)
+    cmds = obj.get("allowed_commands")
+    if not isinstance(cmds, list) or not cmds:
+        raise PinError(where, "allowed_commands", "required, a non-empty list of argv lists")
+    allowed = tuple(_argv(c, where, f"allowed_commands[{i}]") for i, c in enumerate(cmds))
+    if len(set(allowed)) != len(allowed):
+        raise PinError(where, "allowed_commands", "duplicate command")
+    return FixturePin(
+        pin_id=pin_id,
+        algorithm=algorithm,
+        files=files,
+        seed=seed,
+        clock_bound_ms=bound,
+        allowed_commands=allowed,
+    )
+
+
+def parse_properties(raw: bytes, where: str, fixtures: FixturePin) -> tuple[PropertyPin, ...]:
+    """Parse and validate ``pins/properties.json`` against the fixture pin's allowed commands."""
+    obj = _json(raw, where)
+    items = obj.get("properties")
+    if not isinstance(items, list):
+        raise PinError(where, "properties", "required, a list")
+    out: list[PropertyPin] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        pre = f"properties[{i}]."
+        if not isinstance(item, dict):
+            raise PinError(where, f"properties[{i}]", "expected an object")
+        pid = _str(item, "id", where, pre)
+        if not _ID.fullmatch(pid):
+            raise PinError(where, pre + "id", "letters, digits and . _ : - only, at most 128")
+        if pid in seen:
+            raise PinError(where, pre + "id", f"duplicate property id {pid!r}")
+        seen.add(pid)
+        cls = _str(item, "class", where, pre)
+        if cls not in PROPERTY_CLASSES:
+            raise PinError(where, pre + "class", f"unknown class {cls!r}; one of {PROPERTY_CLASSES}")
+        covers = item.get("covers")
+        if not isinstance(covers, list) or not all(isinstance(c, str) and c for c in covers):
+            raise PinError(where, pre + "covers", "required, a list of qualified symbol names")
+        command = _argv(item.get("command"), where, pre + "command")
+        if not fixtures.allows(command):
+            raise PinError(where, pre + "command", "not allowed by allowed_commands of the fixture pin")
+        claim = item.get("claim", "")
+        if not isinstance(claim, str):
+            raise PinError(where, pre + "claim", "expected a string")
+        out.append(
+            PropertyPin(id=pid, claim=claim, property_class=cls, covers=tuple(covers), command=command)
+        )
+    return tuple(out)
+
+
+def _date(item: dict[str, Any], key: str, where: str, pre: str) -> dt.date:
+    val = item.get(key)
+    if not isinstance(val, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", val):
+        raise PinError(where, pre + key, "required, a date YYYY-MM-DD")
+    try:
+        return dt.date.fromisoformat(val)
+    except ValueError:
+        raise PinError(where, pre + key, f"not a real date: {val!r}") from None
+
+
+def parse_flakes(raw: bytes, where: str) -> tuple[Flake, ...]:
+    """Parse and validate ``pins/flakes.json``."""
+    obj = _json(raw, where)
+    items = obj.get("flakes")
+    if not isinstance(items, list):
+        raise PinError(where, "flakes", "required, a list")
+    out: list[Flake] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        pre = f"flakes[{i}]."
+        if not isinstance(item, dict):
+            raise PinError(where, f"flakes[{i}]", "expected an object")
+        fid = _str(item, "id", where, pre)
+        if fid in seen:
+            raise PinError(where, pre + "id", f"duplicate flake id {fid!r}")
+        seen.add(fid)
+        opened, expires = _date(item, "opened_on", where, pre), _date(item, "expires_on", where, pre)
+        if expires < opened:
+            raise PinError(where, pre + "expires_on", "earlier than opened_on")
+        tests = item.get("tests")
+        if not isinstance(tests, list) or not tests or not all(isinstance(t, str) and t for t in tests):
+            raise PinError(where, pre + "tests", "required, a non-empty list of test ids")
+        out.append(
+            Flake(
+                id=fid,
+                signature=_str(item, "signature", where, pre),
+                opened_on=opened,
+                expires_on=expires,
+                tests=tuple(tests),
+            )
+        )
+    return tuple(out)
+
+
+def load_pins(source: PinSource, config: ProjectConfig | None = None) -> PinSet:
+    """Load all three pin files (flakes.json is optional: no flakes)."""
+    config = config or load_config(source)
+    fx_path, prop_path, flake_path = config.pin_paths
+    raw = source.read(fx_path)
+    if raw is None:
+        raise PinError(source.describe(fx_path), "", "missing")
+    fixtures = parse_fixture_pin(raw, source.describe(fx_path), config.fixture_root)
+    raw = source.read(prop_path)
+    if raw is None:
+        raise PinError(source.describe(prop_path), "", "missing")
+    properties = parse_properties(raw, source.describe(prop_path), fixtures)
+    raw = source.read(flake_path)
+    flakes = parse_flakes(raw, source.describe(flake_path)) if raw is not None else ()
+    return PinSet(config=config, fixtures=fixtures, properties=properties, flakes=flakes)

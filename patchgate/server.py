@@ -1,0 +1,126 @@
+"""gRPC daemon plumbing shared by the signer and the executor.
+
+Binds ``unix:/path`` or ``host:port`` (port 0 is allowed; the bound port is reported), registers the
+health and reflection services, bounds message size and concurrency, and on SIGTERM/SIGINT stops
+accepting, drains in-flight RPCs for a grace period, and returns so the process exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from dataclasses import dataclass, field
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from patchgate.addr import parse_address
+
+__all__ = ["DaemonServer", "ServerSettings"]
+
+log = structlog.get_logger("patchgate.server")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSettings:
+    """How a daemon listens."""
+
+    listen: str
+    max_workers: int = 16
+    max_concurrent_rpcs: int = 256
+    max_message_bytes: int = 16 << 20
+    grace_seconds: float = 10.0
+    credentials: grpc.ServerCredentials | None = None
+    interceptors: Sequence[grpc.ServerInterceptor] = field(default_factory=tuple)
+    socket_mode: int = 0o660
+
+
+class DaemonServer:
+    """A grpc.Server with health, reflection, and a graceful stop on SIGTERM/SIGINT."""
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        register: Callable[[grpc.Server], None],
+        service_names: Sequence[str],
+    ) -> None:
+        self._settings = settings
+        self._address = parse_address(settings.listen)
+        options = [
+            ("grpc.max_receive_message_length", settings.max_message_bytes),
+            ("grpc.max_send_message_length", settings.max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ]
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=settings.max_workers),
+            interceptors=list(settings.interceptors),
+            options=options,
+            maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+        )
+        register(self.server)
+        self.health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        names = [*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
+        reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], self.server)
+        self._service_names = list(service_names)
+        self._stopped = threading.Event()
+        self.bound: str = ""
+
+    def start(self) -> str:
+        """Bind and start; return the bound address (with the real port when 0 was asked)."""
+        addr = self._address
+        if addr.unix_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(addr.unix_path)
+        target = addr.grpc_target
+        if self._settings.credentials is not None:
+            port = self.server.add_secure_port(target, self._settings.credentials)
+        else:
+            port = self.server.add_insecure_port(target)
+        if port == 0 and addr.unix_path is None:
+            raise OSError(f"cannot bind {addr.text}")
+        self.server.start()
+        if addr.unix_path is not None:
+            os.chmod(addr.unix_path, self._settings.socket_mode)
+            self.bound = f"unix:{addr.unix_path}"
+        else:
+            host = addr.text.rpartition(":")[0]
+            self.bound = f"{host}:{port}"
+        for name in ["", *self._service_names]:
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        return self.bound
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop accepting, mark NOT_SERVING, drain in-flight RPCs for ``grace`` seconds."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self.health.enter_graceful_shutdown()
+        done = self.server.stop(self._settings.grace_seconds if grace is None else grace)
+        done.wait()
+        if self._address.unix_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._address.unix_path)
+
+    def serve_until_signal(self, on_stop: Callable[[], None] | None = None) -> None:
+        """Block until SIGTERM/SIGINT, then drain and return (the caller exits 0)."""
+        wake = threading.Event()
+
+        def _handler(signum: int, _frame: object) -> None:
+            log.info("signal received; draining", signal=signal.Signals(signum).name)
+            wake.set()
+
+        signal.signal(signal.SIGTERM, _handler)
+        signal.signal(signal.SIGINT, _handler)
+        while not wake.wait(0.5):
+            pass
+        if on_stop is not None:
+            on_stop()
+        self.stop()
+        log.info("stopped")
