@@ -1,0 +1,158 @@
+"""Run outcomes and transport records: two different types, all the way up (DESIGN §6 step 7).
+
+An outcome (``pass``, ``fail``, ``error``, ``exceeded_bound``) is what an assertion did. A transport
+record (``unavailable``, ``empty_response``, ...) is infrastructure that failed; it never becomes an
+outcome, and nothing is scored from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from patchgate.errors import TRANSPORT_KINDS
+from patchgate.v1 import common_pb2
+
+__all__ = [
+    "OUTCOMES",
+    "TRANSPORT_KINDS",
+    "RunOutcome",
+    "TransportRecord",
+    "normalize_failure",
+    "outcome_hash",
+]
+
+OUTCOMES = ("pass", "fail", "error", "exceeded_bound")
+_OUTCOME_TO_PB = {
+    "pass": common_pb2.OUTCOME_PASS,
+    "fail": common_pb2.OUTCOME_FAIL,
+    "error": common_pb2.OUTCOME_ERROR,
+    "exceeded_bound": common_pb2.OUTCOME_EXCEEDED_BOUND,
+}
+_PB_TO_OUTCOME = {v: k for k, v in _OUTCOME_TO_PB.items()}
+_TRANSPORT_TO_PB = {k: i + 1 for i, k in enumerate(TRANSPORT_KINDS)}  # enum order of common.proto
+_PB_TO_TRANSPORT = {v: k for k, v in _TRANSPORT_TO_PB.items()}
+
+_ADDR = re.compile(r"0x[0-9a-fA-F]+")
+_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b"
+)
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|us|ns|seconds?)\b")
+_TMP = re.compile(r"/tmp/[^\s'\":]+")
+_WS = re.compile(r"\s+")
+
+
+def normalize_failure(text: str) -> str:
+    """A failure signature stable across runs: addresses, timestamps, durations, temp paths stripped."""
+    text = _ADDR.sub("0x?", text)
+    text = _TIME.sub("<time>", text)
+    text = _DURATION.sub("<duration>", text)
+    text = _TMP.sub("/tmp/<path>", text)
+    return _WS.sub(" ", text).strip()[:2000]
+
+
+def outcome_hash(outcome: str, failure_signature: str) -> str:
+    """sha256 hex of ``outcome + "\\n" + normalized failure signature``."""
+    return hashlib.sha256(f"{outcome}\n{normalize_failure(failure_signature)}".encode()).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOutcome:
+    """The assertion result of one run of one property."""
+
+    property_id: str
+    run_index: int
+    outcome: str
+    outcome_hash: str
+    failure_signature: str = ""
+    duration_ms: int = 0
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"unknown outcome {self.outcome!r}")
+
+    @classmethod
+    def make(
+        cls, property_id: str, run_index: int, outcome: str, failure: str = "", duration_ms: int = 0
+    ) -> RunOutcome:
+        """Build with the normalized signature and its outcome hash."""
+        sig = normalize_failure(failure) if outcome != "pass" else ""
+        return cls(
+            property_id=property_id,
+            run_index=run_index,
+            outcome=outcome,
+            outcome_hash=outcome_hash(outcome, sig),
+            failure_signature=sig,
+            duration_ms=duration_ms,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON object."""
+        return asdict(self)
+
+    def to_proto(self) -> common_pb2.RunOutcome:
+        """Wire form."""
+        return common_pb2.RunOutcome(
+            property_id=self.property_id,
+            run_index=self.run_index,
+            outcome=_OUTCOME_TO_PB[self.outcome],
+            outcome_hash=self.outcome_hash,
+            failure_signature=self.failure_signature,
+            duration_ms=self.duration_ms,
+        )
+
+    @classmethod
+    def from_proto(cls, msg: common_pb2.RunOutcome) -> RunOutcome:
+        """From the wire form; an unspecified outcome is a ValueError."""
+        if msg.outcome not in _PB_TO_OUTCOME:
+            raise ValueError("outcome unspecified")
+        return cls(
+            property_id=msg.property_id,
+            run_index=msg.run_index,
+            outcome=_PB_TO_OUTCOME[msg.outcome],
+            outcome_hash=msg.outcome_hash,
+            failure_signature=msg.failure_signature,
+            duration_ms=msg.duration_ms,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransportRecord:
+    """Infrastructure failure for one run (or the whole request when ``property_id`` is empty)."""
+
+    kind: str
+    detail: str
+    property_id: str = ""
+    run_index: int = 0
+    lane: str = "local"
+    address: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in TRANSPORT_KINDS:
+            raise ValueError(f"unknown transport kind {self.kind!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON object."""
+        return asdict(self)
+
+    def to_proto(self) -> common_pb2.TransportRecord:
+        """Wire form (lane and address are the client's, not sent)."""
+        return common_pb2.TransportRecord(
+            property_id=self.property_id,
+            run_index=self.run_index,
+            kind=_TRANSPORT_TO_PB[self.kind],  # type: ignore[arg-type]
+            detail=self.detail,
+        )
+
+    @classmethod
+    def from_proto(cls, msg: common_pb2.TransportRecord, **extra: str) -> TransportRecord:
+        """From the wire form; an unspecified kind becomes ``internal``."""
+        return cls(
+            kind=_PB_TO_TRANSPORT.get(msg.kind, "internal"),
+            detail=msg.detail,
+            property_id=msg.property_id,
+            run_index=msg.run_index,
+            **extra,
+        )
