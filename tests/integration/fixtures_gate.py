@@ -1,0 +1,1 @@
+"""pytest fixtures (gate): real daemons over real sockets. Loaded by tests/conftest.py."""
