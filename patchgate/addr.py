@@ -1,4 +1,4 @@
-"""Listen and dial addresses: ``unix:/path`` or ``host:port`` (DESIGN §8), plus gRPC ``dns:///`` targets."""
+"""Listen and dial addresses: ``unix:/path`` or ``host:port`` (DESIGN §8), and gRPC ``dns:///``."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class Address:
 
 
 def parse_address(text: str) -> Address:
-    """Parse ``unix:/abs/path``, ``host:port``, ``[v6]:port`` or a gRPC ``dns:///name:port`` target."""
+    """Parse ``unix:/abs/path``, ``host:port``, ``[v6]:port`` or a gRPC ``dns:///name:port``."""
     if text.startswith("unix://"):
         text = "unix:" + text[len("unix://") :]
     if text.startswith("unix:"):

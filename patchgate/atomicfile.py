@@ -23,7 +23,7 @@ def json_bytes(obj: object) -> bytes:
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` atomically. Raises LedgerError; the old file survives any failure."""
+    """Write ``data`` to ``path`` atomically; LedgerError on failure, and the old file survives."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     tmp_name = None

@@ -44,7 +44,11 @@ def validate_path(path: str) -> str:
         path.encode("utf-8", errors="strict")
     except UnicodeEncodeError as exc:
         raise UnsafePathError(path, "not valid UTF-8") from exc
-    for bad, why in (("\x00", "contains NUL"), ("\n", "contains a newline"), ("\\", "contains a backslash")):
+    for bad, why in (
+        ("\x00", "contains NUL"),
+        ("\n", "contains a newline"),
+        ("\\", "contains a backslash"),
+    ):
         if bad in path:
             raise UnsafePathError(path, why)
     if path.startswith("/"):

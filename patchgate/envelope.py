@@ -122,7 +122,9 @@ def _b64(text: str, what: str) -> bytes:
 def sign_envelope(payload: bytes, signer: Signer, payload_type: str = PAYLOAD_TYPE) -> Envelope:
     """Sign the PAE of ``payload`` with ``signer``."""
     sig = signer.sign(pae(payload_type, payload))
-    return Envelope(payload=payload, payload_type=payload_type, signatures=(Sig(signer.keyid, sig),))
+    return Envelope(
+        payload=payload, payload_type=payload_type, signatures=(Sig(signer.keyid, sig),)
+    )
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,8 @@ def verify_envelope(envelope: Envelope, keyring: Keyring, role: str) -> Verified
     """Return the payload if one signature verifies under a keyring key holding ``role``.
 
     Every keyring key is tried for every signature (the ``keyid`` hint only orders the attempts), so
-    a signature's role is whatever the keyring says of the key that verifies it. A valid signature by
-    a key of another role is refused with a message that says so.
+    a signature's role is whatever the keyring says of the key that verifies it. A valid signature
+    by a key of another role is refused with a message that says so.
     """
     if envelope.payload_type != PAYLOAD_TYPE:
         raise VerificationError(f"unexpected payloadType {envelope.payload_type!r}")
@@ -212,14 +214,18 @@ def fixture_statement(manifest: Manifest, signer: Signer, issued_at: str) -> byt
         "signer": {"keyid": signer.keyid, "role": signer.role},
         "issuedAt": issued_at,
     }
-    return build_statement(manifest.pin_id, fixture_digest(manifest), FIXTURE_PREDICATE_TYPE, predicate)
+    return build_statement(
+        manifest.pin_id, fixture_digest(manifest), FIXTURE_PREDICATE_TYPE, predicate
+    )
 
 
 def parse_fixture_statement(payload: bytes) -> tuple[Manifest, str, str]:
     """Manifest, subject digest and issuedAt of a fixture statement; the digest must recompute."""
     obj = parse_statement(payload, FIXTURE_PREDICATE_TYPE)
     subject = obj["subject"][0]
-    digest = subject.get("digest", {}).get("sha256") if isinstance(subject.get("digest"), dict) else None
+    digest = (
+        subject.get("digest", {}).get("sha256") if isinstance(subject.get("digest"), dict) else None
+    )
     pred = obj["predicate"]
     m = pred.get("manifest")
     if not isinstance(m, dict):

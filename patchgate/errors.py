@@ -12,10 +12,11 @@ Hierarchy::
     ├── EnvelopeError              a DSSE envelope that is malformed
     │   └── VerificationError      ... or whose signature/role does not verify
     ├── LedgerError                a ledger record that cannot be read or written
-    ├── RefusedError               a daemon refused the request (INVALID_ARGUMENT, FAILED_PRECONDITION,
-    │                              PERMISSION_DENIED, ...): a decision, never an outcome
-    └── TransportError             the daemon could not be reached or answered nothing usable; carries
-                                   one of the transport kinds of DESIGN §6 step 7
+    ├── RefusedError               a daemon refused the request (INVALID_ARGUMENT,
+    │                              FAILED_PRECONDITION, PERMISSION_DENIED, ...): a decision,
+    │                              never an outcome
+    └── TransportError             the daemon could not be reached or answered nothing usable;
+                                   carries one of the transport kinds of DESIGN §6 step 7
 
 Transport errors and refusals are different types all the way up: a caller never turns a transport
 error into a property failure.

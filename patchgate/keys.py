@@ -181,7 +181,11 @@ class KeyEntry:
 
     def to_json(self) -> dict[str, str]:
         """The keyring-file form of DESIGN §5."""
-        return {"keyid": self.keyid, "role": self.role, "public_key_pem": _public_pem(self.public_key)}
+        return {
+            "keyid": self.keyid,
+            "role": self.role,
+            "public_key_pem": _public_pem(self.public_key),
+        }
 
 
 class Keyring:
@@ -232,7 +236,9 @@ class Keyring:
                 raise KeyringError(f"{source}: keys[{i}]: expected an object")
             keyid, role, pem = item.get("keyid"), item.get("role"), item.get("public_key_pem")
             if not (isinstance(keyid, str) and isinstance(role, str) and isinstance(pem, str)):
-                raise KeyringError(f"{source}: keys[{i}]: keyid, role and public_key_pem are strings")
+                raise KeyringError(
+                    f"{source}: keys[{i}]: keyid, role and public_key_pem are strings"
+                )
             try:
                 ring.add(KeyEntry(keyid=keyid, role=role, public_key=load_public_pem(pem)))
             except KeyringError as exc:

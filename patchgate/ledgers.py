@@ -76,9 +76,8 @@ class Record:
         if not isinstance(obj, dict):
             raise LedgerError(f"{cls.__name__}: expected a JSON object")
         body = dict(obj)
-        if cls.kind:
-            if body.pop("kind", None) != cls.kind:
-                raise LedgerError(f"{cls.__name__}: kind must be {cls.kind!r}")
+        if cls.kind and body.pop("kind", None) != cls.kind:
+            raise LedgerError(f"{cls.__name__}: kind must be {cls.kind!r}")
         names = {f.name for f in fields(cls)}
         unknown = set(body) - names
         if unknown:
@@ -114,7 +113,7 @@ def read_record(cls: type[R], path: Path) -> R:
 
 @dataclass(kw_only=True)
 class FixtureLedger(Record):
-    """``fixture_ledger.json``: the live digest of the fixture files and how it compares to the pin."""
+    """``fixture_ledger.json``: the live digest of the fixture files and how it compares."""
 
     kind: ClassVar[str] = "fixture"
     pin_id: str

@@ -129,7 +129,9 @@ def load_config(source: PinSource) -> ProjectConfig:
     raw = source.read(name)
     if raw is not None:
         doc = _toml(raw, source.describe(name))
-        table = doc.get("tool", {}).get("patchgate") or {k: v for k, v in doc.items() if k != "tool"}
+        table = doc.get("tool", {}).get("patchgate") or {
+            k: v for k, v in doc.items() if k != "tool"
+        }
     else:
         name = "pyproject.toml"
         raw = source.read(name)
@@ -190,7 +192,7 @@ class FixturePin:
         return command_allowed(argv, self.allowed_commands)
 
     def manifest(self, live: dict[str, FileEntry]) -> Manifest:
-        """The manifest of these pins with the sizes of ``live`` files (hashes must already match)."""
+        """The manifest of these pins with the ``live`` file entries (hashes must already match)."""
         return Manifest(
             pin_id=self.pin_id,
             algorithm=self.algorithm,
@@ -297,7 +299,9 @@ def parse_fixture_pin(raw: bytes, where: str, fixture_root: str = "fixtures") ->
         except UnsafePathError as exc:
             raise PinError(where, f"files[{path!r}]", exc.why) from None
         if not path.startswith(fixture_root.rstrip("/") + "/"):
-            raise PinError(where, f"files[{path!r}]", f"not under the fixture root {fixture_root!r}")
+            raise PinError(
+                where, f"files[{path!r}]", f"not under the fixture root {fixture_root!r}"
+            )
         if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
             raise PinError(where, f"files[{path!r}]", "expected 64 lowercase hex characters")
         files[path] = digest
@@ -339,18 +343,24 @@ def parse_properties(raw: bytes, where: str, fixtures: FixturePin) -> tuple[Prop
         seen.add(pid)
         cls = _str(item, "class", where, pre)
         if cls not in PROPERTY_CLASSES:
-            raise PinError(where, pre + "class", f"unknown class {cls!r}; one of {PROPERTY_CLASSES}")
+            raise PinError(
+                where, pre + "class", f"unknown class {cls!r}; one of {PROPERTY_CLASSES}"
+            )
         covers = item.get("covers")
         if not isinstance(covers, list) or not all(isinstance(c, str) and c for c in covers):
             raise PinError(where, pre + "covers", "required, a list of qualified symbol names")
         command = _argv(item.get("command"), where, pre + "command")
         if not fixtures.allows(command):
-            raise PinError(where, pre + "command", "not allowed by allowed_commands of the fixture pin")
+            raise PinError(
+                where, pre + "command", "not allowed by allowed_commands of the fixture pin"
+            )
         claim = item.get("claim", "")
         if not isinstance(claim, str):
             raise PinError(where, pre + "claim", "expected a string")
         out.append(
-            PropertyPin(id=pid, claim=claim, property_class=cls, covers=tuple(covers), command=command)
+            PropertyPin(
+                id=pid, claim=claim, property_class=cls, covers=tuple(covers), command=command
+            )
         )
     return tuple(out)
 
@@ -381,11 +391,18 @@ def parse_flakes(raw: bytes, where: str) -> tuple[Flake, ...]:
         if fid in seen:
             raise PinError(where, pre + "id", f"duplicate flake id {fid!r}")
         seen.add(fid)
-        opened, expires = _date(item, "opened_on", where, pre), _date(item, "expires_on", where, pre)
+        opened, expires = (
+            _date(item, "opened_on", where, pre),
+            _date(item, "expires_on", where, pre),
+        )
         if expires < opened:
             raise PinError(where, pre + "expires_on", "earlier than opened_on")
         tests = item.get("tests")
-        if not isinstance(tests, list) or not tests or not all(isinstance(t, str) and t for t in tests):
+        if (
+            not isinstance(tests, list)
+            or not tests
+            or not all(isinstance(t, str) and t for t in tests)
+        ):
             raise PinError(where, pre + "tests", "required, a non-empty list of test ids")
         out.append(
             Flake(

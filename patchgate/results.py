@@ -37,19 +37,20 @@ _PB_TO_TRANSPORT = {v: k for k, v in _TRANSPORT_TO_PB.items()}
 
 _ADDR = re.compile(r"0x[0-9a-fA-F]+")
 _TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b"
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b"
 )
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|us|ns|seconds?)\b")
-_TMP = re.compile(r"/tmp/[^\s'\":]+")
+_TMP = re.compile(r"/tmp/[^\s'\":]+")  # noqa: S108 -- matches temp paths in text, creates none
 _WS = re.compile(r"\s+")
 
 
 def normalize_failure(text: str) -> str:
-    """A failure signature stable across runs: addresses, timestamps, durations, temp paths stripped."""
+    """A failure signature stable across runs: addresses, times, durations, temp paths stripped."""
     text = _ADDR.sub("0x?", text)
     text = _TIME.sub("<time>", text)
     text = _DURATION.sub("<duration>", text)
-    text = _TMP.sub("/tmp/<path>", text)
+    text = _TMP.sub("/tmp/<path>", text)  # noqa: S108 -- a placeholder string
     return _WS.sub(" ", text).strip()[:2000]
 
 

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import structlog
@@ -37,7 +38,7 @@ class ServerSettings:
     max_message_bytes: int = 16 << 20
     grace_seconds: float = 10.0
     credentials: grpc.ServerCredentials | None = None
-    interceptors: Sequence[grpc.ServerInterceptor] = field(default_factory=tuple)
+    interceptors: Sequence[grpc.ServerInterceptor[Any, Any]] = field(default_factory=tuple)
     socket_mode: int = 0o660
 
 

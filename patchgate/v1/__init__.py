@@ -1,1 +1,1 @@
-"""Generated gRPC/protobuf code for the patchgate.v1 wire contract (see proto/, scripts/gen_proto.sh)."""
+"""Generated protobuf and gRPC code: patchgate.v1 wire contract (proto/, scripts/gen_proto.sh)."""
