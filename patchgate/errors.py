@@ -5,7 +5,7 @@ Hierarchy::
     PatchgateError                 base of everything patchgate raises on purpose
     ├── UsageError                 bad flags or arguments (CLI exit 64)
     ├── UnsafePathError            a path that is not a safe relative POSIX path (DESIGN §4)
-    ├── FixtureScanError           missing / extra / unsafe fixture files (exit 2)
+    ├── FixtureScanError           missing / extra / unsafe / mismatched fixture files (exit 2)
     ├── PinError                   a pin file that is missing, malformed or inconsistent
     ├── KeyFileError               a key file that is unreadable, too open, or not Ed25519
     ├── KeyringError               a malformed keyring file
@@ -68,17 +68,21 @@ class UnsafePathError(PatchgateError):
 
 
 class FixtureScanError(PatchgateError):
-    """The fixture tree does not match its pin: files missing, unpinned (extra) or unsafe."""
+    """The fixture tree does not match its pin: files missing, unpinned (extra), unsafe, or whose
+    bytes differ from the pinned hash (``mismatched``; set by callers that hash, never by the scan).
+    """
 
     def __init__(
         self,
         missing: list[str] | None = None,
         extra: list[str] | None = None,
         unsafe: list[str] | None = None,
+        mismatched: list[str] | None = None,
     ) -> None:
         self.missing = sorted(missing or [])
         self.extra = sorted(extra or [])
         self.unsafe = sorted(unsafe or [])
+        self.mismatched = sorted(mismatched or [])
         parts = []
         if self.missing:
             parts.append("missing: " + ", ".join(self.missing))
@@ -86,6 +90,8 @@ class FixtureScanError(PatchgateError):
             parts.append("unpinned (extra): " + ", ".join(self.extra))
         if self.unsafe:
             parts.append("unsafe: " + ", ".join(self.unsafe))
+        if self.mismatched:
+            parts.append("hash mismatch: " + ", ".join(self.mismatched))
         super().__init__("fixture tree does not match its pin; " + "; ".join(parts))
 
 

@@ -1,0 +1,110 @@
+"""The ``patchgate`` command line: one registry of command modules, one error boundary.
+
+Each module named in ``_COMMANDS`` has ``register(subparsers)``, which adds its parser with
+``set_defaults(func=run)``, and ``run(args) -> int``, which returns the exit code. ``main`` catches
+:class:`patchgate.errors.PatchgateError` once, prints one readable line to stderr and exits with
+:func:`client.errors.exit_code_for`; ``--verbose`` (accepted before or after the command name) also
+prints the traceback. Usage errors exit 64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from client.errors import EXIT_USAGE, CommandRefused, exit_code_for
+from patchgate.errors import PatchgateError
+from patchgate.logs import configure_logging
+
+__all__ = ["build_parser", "main"]
+
+# Module names, in the order their commands are listed in --help. Adding a command = one line here.
+_COMMANDS: tuple[str, ...] = (
+    "client.cmd_digest",
+    "client.cmd_dualpin",
+    "client.cmd_flake",
+)
+
+_DESCRIPTION = """\
+patchgate decides whether an agent-written patch may be scored and merged. It keeps three signals
+apart: fixture bytes (signed, worth no credit), property outcomes (the only credit) and flake
+observations (never credit). Anything missing fails closed.
+"""
+
+_EPILOG = """\
+exit codes:
+  0   success (admitted / written / pins agree)
+  1   rejected, or an error (bad pin, bad ledger, verification failure)
+  2   refused to score: fixture files missing, unpinned (extra), unsafe or mismatched
+  3   fixture drift between two pins (dual-pin), or flake-observe refused
+  4   transport or infrastructure failure; nothing was scored
+  64  usage error
+
+Run 'patchgate COMMAND --help' for a command's flags.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors exit 64 and which accepts ``--verbose`` anywhere."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        # SUPPRESS: a subcommand's parser only sets it when given, never resets the global value
+        self.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="on error, also print the traceback; log at debug level",
+        )
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: usage error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every registered command."""
+    parser = _Parser(prog="patchgate", description=_DESCRIPTION, epilog=_EPILOG)
+    subparsers = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", parser_class=_Parser
+    )
+    for name in _COMMANDS:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``patchgate`` console script. Returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (64)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    verbose = bool(getattr(args, "verbose", False))
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    configure_logging("debug" if verbose else "info")
+    try:
+        code: int = args.func(args)
+    except PatchgateError as exc:
+        if verbose:
+            traceback.print_exc(file=sys.stderr)
+        label = "refused" if isinstance(exc, CommandRefused) else "error"
+        message = " ".join(str(exc).split())  # one line, whatever the error carries
+        sys.stderr.write(f"patchgate: {label}: {message}\n")
+        return exit_code_for(exc)
+    except KeyboardInterrupt:
+        sys.stderr.write("patchgate: interrupted\n")
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
