@@ -1,0 +1,151 @@
+"""Checks that a manifest sent for signing is canonical and within the documented limits.
+
+The request arrives as a ``RawManifest`` (lists, exactly as sent, duplicates and all) so that
+nothing is lost before it is checked; ``validate`` returns the ``patchgate.digest.Manifest`` the
+signer then digests itself. Every refusal is an ``InvalidArgument`` naming the field and why.
+No grpc here: the service converts the proto message into a ``RawManifest``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from patchgate.digest import FileEntry, Manifest, command_text, validate_path
+from patchgate.errors import UnsafePathError
+from signerd.errors import InvalidArgument
+
+__all__ = ["LIMITS", "Limits", "RawFile", "RawManifest", "validate"]
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Documented bounds (docs/signer.md); a manifest over any of them is refused."""
+
+    max_files: int = 10_000
+    max_path_bytes: int = 1_024
+    max_file_size: int = 1 << 40  # 1 TiB per fixture file
+    max_commands: int = 64
+    max_argv: int = 256  # arguments in one command
+    max_arg_bytes: int = 4_096  # UTF-8 bytes of one argument
+    max_pin_id_bytes: int = 256
+    max_seed: int = (1 << 32) - 1  # the seed becomes PYTHONHASHSEED: 0..4294967295
+    min_clock_bound_ms: int = 1
+    max_clock_bound_ms: int = 24 * 3600 * 1000
+
+
+LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """One fixture entry as sent."""
+
+    path: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RawManifest:
+    """A manifest exactly as sent, before any check."""
+
+    pin_id: str
+    algorithm: str
+    files: Sequence[RawFile]
+    seed: int
+    clock_bound_ms: int
+    allowed_commands: Sequence[Sequence[str]]
+
+
+def validate(raw: RawManifest, limits: Limits = LIMITS) -> Manifest:
+    """Return the canonical ``Manifest`` of ``raw`` or raise ``InvalidArgument`` with the reason."""
+    _check_pin_id(raw.pin_id, limits)
+    if raw.algorithm != "sha256":
+        raise InvalidArgument(f"algorithm: {raw.algorithm!r} is not 'sha256'")
+    files = _check_files(raw.files, limits)
+    if not limits.max_seed >= raw.seed >= 0:
+        raise InvalidArgument(f"seed: {raw.seed} is outside 0..{limits.max_seed}")
+    if not limits.max_clock_bound_ms >= raw.clock_bound_ms >= limits.min_clock_bound_ms:
+        raise InvalidArgument(
+            f"clock_bound_ms: {raw.clock_bound_ms} is outside "
+            f"{limits.min_clock_bound_ms}..{limits.max_clock_bound_ms}"
+        )
+    commands = _check_commands(raw.allowed_commands, limits)
+    return Manifest(
+        pin_id=raw.pin_id,
+        algorithm="sha256",
+        files=files,
+        seed=raw.seed,
+        clock_bound_ms=raw.clock_bound_ms,
+        allowed_commands=commands,
+    )
+
+
+def _check_pin_id(pin_id: str, limits: Limits) -> None:
+    if not pin_id:
+        raise InvalidArgument("pin_id: empty")
+    if len(pin_id.encode("utf-8")) > limits.max_pin_id_bytes:
+        raise InvalidArgument(f"pin_id: longer than {limits.max_pin_id_bytes} bytes")
+    if _CONTROL.search(pin_id) or pin_id != pin_id.strip():
+        raise InvalidArgument("pin_id: contains control characters or surrounding spaces")
+
+
+def _check_files(raw_files: Sequence[RawFile], limits: Limits) -> dict[str, FileEntry]:
+    if len(raw_files) > limits.max_files:
+        raise InvalidArgument(f"files: {len(raw_files)} entries, limit {limits.max_files}")
+    files: dict[str, FileEntry] = {}
+    for i, f in enumerate(raw_files):
+        where = f"files[{i}]"
+        try:
+            validate_path(f.path)
+        except UnsafePathError as exc:
+            raise InvalidArgument(f"{where}.path: {exc}") from None
+        if _CONTROL.search(f.path):
+            raise InvalidArgument(f"{where}.path: {f.path!r} contains a control character")
+        if len(f.path.encode("utf-8")) > limits.max_path_bytes:
+            raise InvalidArgument(f"{where}.path: longer than {limits.max_path_bytes} bytes")
+        if f.path in files:
+            raise InvalidArgument(f"{where}.path: {f.path!r} is listed twice")
+        if not _HEX64.fullmatch(f.sha256):
+            raise InvalidArgument(f"{where}.sha256: not 64 lowercase hex characters")
+        if not limits.max_file_size >= f.size >= 0:
+            raise InvalidArgument(f"{where}.size: {f.size} is outside 0..{limits.max_file_size}")
+        files[f.path] = FileEntry(sha256=f.sha256, size=f.size)
+    return files
+
+
+def _check_commands(
+    raw_commands: Sequence[Sequence[str]], limits: Limits
+) -> tuple[tuple[str, ...], ...]:
+    if not raw_commands:
+        raise InvalidArgument("allowed_commands: empty; a pin must allow at least one command")
+    if len(raw_commands) > limits.max_commands:
+        raise InvalidArgument(
+            f"allowed_commands: {len(raw_commands)} commands, limit {limits.max_commands}"
+        )
+    seen: set[str] = set()
+    out: list[tuple[str, ...]] = []
+    for i, argv in enumerate(raw_commands):
+        where = f"allowed_commands[{i}]"
+        if not argv:
+            raise InvalidArgument(f"{where}: empty argv")
+        if len(argv) > limits.max_argv:
+            raise InvalidArgument(f"{where}: {len(argv)} arguments, limit {limits.max_argv}")
+        if not argv[0]:
+            raise InvalidArgument(f"{where}[0]: empty program name")
+        for j, arg in enumerate(argv):
+            if "\x00" in arg:
+                raise InvalidArgument(f"{where}[{j}]: contains NUL")
+            if len(arg.encode("utf-8")) > limits.max_arg_bytes:
+                raise InvalidArgument(f"{where}[{j}]: longer than {limits.max_arg_bytes} bytes")
+        text = command_text(argv)
+        if text in seen:
+            raise InvalidArgument(f"{where}: listed twice")
+        seen.add(text)
+        out.append(tuple(argv))
+    return tuple(out)

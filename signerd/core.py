@@ -1,0 +1,125 @@
+"""The signer's decisions, without grpc: authorize → validate → digest → sign → audit → reply.
+
+Deny by default: only the ``client`` role may call the Signer service; any other role (an executor
+above all) or a caller without an identity is refused. Every request, granted or denied, leaves one
+audit line that is on disk before the reply; if that write fails, nothing is returned (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import structlog
+
+from patchgate.envelope import Envelope
+from signerd.audit import AuditLog
+from signerd.canonical import LIMITS, Limits, RawManifest, validate
+from signerd.errors import (
+    AuditError,
+    AuditUnavailable,
+    PermissionDenied,
+    RequestError,
+    Unauthenticated,
+)
+from signerd.keystore import KeyStore, PublishedKey
+
+__all__ = ["ALLOWED_ROLES", "Caller", "SignResult", "SignerCore"]
+
+ALLOWED_ROLES = frozenset({"client"})
+
+log = structlog.get_logger("signerd")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls: ``identity`` for the audit line, ``role`` for the decision (None: unknown)."""
+
+    identity: str
+    role: str | None
+
+
+@dataclass(frozen=True)
+class SignResult:
+    """A signed fixture envelope and the digest the signer computed."""
+
+    envelope: Envelope
+    digest: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class SignerCore:
+    """Decides and signs; the gRPC service only converts messages and calls in here."""
+
+    def __init__(
+        self,
+        keys: KeyStore,
+        audit: AuditLog,
+        *,
+        limits: Limits = LIMITS,
+        clock: Callable[[], str] = _now,
+    ) -> None:
+        self._keys = keys
+        self._audit = audit
+        self._limits = limits
+        self._clock = clock
+
+    def sign_fixture(self, caller: Caller, raw: RawManifest) -> SignResult:
+        """Sign the fixture statement of a canonical manifest for an allowed caller."""
+        base = {"method": "SignFixtureDigest", "pin_id": raw.pin_id[:256]}
+        try:
+            self._authorize(caller)
+            manifest = validate(raw, self._limits)
+        except RequestError as exc:
+            self._record(caller, base, "denied", exc.reason, exc.grpc_code)
+            raise
+        digest = manifest.digest()
+        envelope = self._keys.sign_fixture(manifest, self._clock())
+        self._record(
+            caller,
+            {**base, "digest": digest, "keyid": self._keys.active_keyid},
+            "granted",
+            "",
+            "OK",
+        )
+        log.info("signed", pin_id=manifest.pin_id, digest=digest, keyid=self._keys.active_keyid)
+        return SignResult(envelope=envelope, digest=digest)
+
+    def keyring(self, caller: Caller) -> list[PublishedKey]:
+        """The published public keys, for an allowed caller."""
+        base = {"method": "GetKeyring"}
+        try:
+            self._authorize(caller)
+        except RequestError as exc:
+            self._record(caller, base, "denied", exc.reason, exc.grpc_code)
+            raise
+        self._record(caller, base, "granted", "", "OK")
+        return self._keys.published()
+
+    def _authorize(self, caller: Caller) -> None:
+        if caller.role is None:
+            raise Unauthenticated(f"caller {caller.identity!r} carries no patchgate role")
+        if caller.role not in ALLOWED_ROLES:
+            raise PermissionDenied(f"role {caller.role!r} may not call the signer")
+
+    def _record(
+        self, caller: Caller, fields: dict[str, str], decision: str, reason: str, code: str
+    ) -> None:
+        entry = {
+            **fields,
+            "caller": caller.identity,
+            "role": caller.role or "",
+            "decision": decision,
+            "code": code,
+            "reason": reason,
+        }
+        try:
+            line_hash = self._audit.append(entry)
+        except AuditError as exc:
+            log.error("audit write failed; refusing", error=str(exc))
+            raise AuditUnavailable("audit log unavailable; the signer refuses to answer") from None
+        log.info("audited", decision=decision, code=code, reason=reason, audit_hash=line_hash)
