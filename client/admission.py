@@ -1,0 +1,144 @@
+"""The admission matrix of DESIGN §6 step 6: first matching row wins.
+
+Rows, in order::
+
+    provenance   provenance incomplete                                  -> reject_provenance
+    fixture_role signature invalid, absent or not by an operator key    -> reject_fixture_role
+    class        a property covering a changed symbol has an ineligible
+                 class or tautological assertions                        -> reject_class
+    admit        otherwise                                              -> admit
+
+Admit means the suite may start, not merge. The suite is every pinned property except
+``external_probe``; an ineligible or tautological property that covers no changed symbol is skipped
+and listed. This module is pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from patchgate.ledgers import Admission
+from patchgate.pins import PropertyPin
+
+__all__ = [
+    "DECISIONS",
+    "ROWS",
+    "AdmissionDecision",
+    "covering",
+    "covers_symbol",
+    "decide",
+]
+
+DECISIONS = ("reject_provenance", "reject_fixture_role", "reject_class", "admit")
+ROWS = ("provenance", "fixture_role", "class", "admit")
+TAUTOLOGY = "tautology"
+
+
+def covers_symbol(cover: str, symbol: str) -> bool:
+    """Whether a ``covers`` entry of a property pin names ``symbol``.
+
+    ``billing.prorate`` covers itself and everything defined inside it
+    (``billing.prorate.<locals>.f``);
+    ``billing.Line`` covers its methods; a module name ``billing.orders`` covers its module-level
+    code ``module:billing.orders`` and every symbol defined in it.
+    """
+    if symbol.startswith("module:"):
+        module = symbol[len("module:") :]
+        return cover in (symbol, module) or module.startswith(cover + ".")
+    return symbol == cover or symbol.startswith(cover + ".")
+
+
+def covering(prop: PropertyPin, symbols: Iterable[str]) -> tuple[str, ...]:
+    """The symbols among ``symbols`` that ``prop`` covers."""
+    return tuple(s for s in symbols if any(covers_symbol(c, s) for c in prop.covers))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdmissionDecision:
+    """The matrix's answer: decision, the row that fired, why, and the suite to run."""
+
+    decision: str
+    row: str
+    reasons: tuple[str, ...] = ()
+    suite: tuple[str, ...] = ()
+    skipped: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def admitted(self) -> bool:
+        """True when the suite may start."""
+        return self.decision == "admit"
+
+    def to_record(self) -> Admission:
+        """The ``admission.json`` record (notes are appended to the reasons, marked as notes)."""
+        return Admission(
+            decision=self.decision,
+            row=self.row,
+            reasons=[*self.reasons, *(f"note: {n}" for n in self.notes)],
+            suite=list(self.suite),
+            skipped=[{"property_id": p, "reason": r} for p, r in self.skipped],
+        )
+
+
+def _suite(
+    properties: Sequence[PropertyPin],
+    assertion_classes: Mapping[str, str],
+    symbols: Sequence[str],
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(suite, skipped, problems of properties that cover changed symbols)."""
+    suite: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for prop in properties:
+        hit = covering(prop, symbols)
+        klass = assertion_classes.get(prop.id, "opaque")
+        weak: list[str] = []
+        if not prop.eligible:
+            weak.append(f"class {prop.property_class!r} is not eligible")
+        if klass == TAUTOLOGY:
+            weak.append("its assertions are tautological")
+        if hit and weak:
+            problems.append(f"{prop.id} covers {', '.join(hit)} but {' and '.join(weak)}")
+        if prop.property_class == "external_probe":
+            skipped.append((prop.id, "external_probe never runs in the gate"))
+        elif weak and not hit:
+            skipped.append((prop.id, f"covers no changed symbol and {' and '.join(weak)}"))
+        else:
+            suite.append(prop.id)
+    return tuple(suite), tuple(skipped), tuple(problems)
+
+
+def decide(
+    *,
+    provenance_problems: Sequence[str],
+    signature_problem: str | None,
+    properties: Sequence[PropertyPin],
+    assertion_classes: Mapping[str, str],
+    changed_symbols: Sequence[str],
+    notes: Sequence[str] = (),
+) -> AdmissionDecision:
+    """Apply the matrix.
+
+    ``signature_problem`` is None only for an envelope verified by an operator key. A property whose
+    assertion class is unknown counts as ``opaque`` (it runs; it never earns credit).
+    """
+    suite, skipped, class_problems = _suite(properties, assertion_classes, changed_symbols)
+
+    def made(decision: str, row: str, reasons: Sequence[str] = ()) -> AdmissionDecision:
+        return AdmissionDecision(
+            decision=decision,
+            row=row,
+            reasons=tuple(reasons),
+            suite=suite,
+            skipped=skipped,
+            notes=tuple(notes),
+        )
+
+    if provenance_problems:
+        return made("reject_provenance", "provenance", provenance_problems)
+    if signature_problem is not None:
+        return made("reject_fixture_role", "fixture_role", [signature_problem])
+    if class_problems:
+        return made("reject_class", "class", class_problems)
+    return made("admit", "admit")

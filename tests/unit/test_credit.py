@@ -1,0 +1,189 @@
+"""Per-symbol credit and the rejection codes R1-R9 (DESIGN §6 steps 3, 8, 9)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from client.credit import check_freezes, observe_flakes, rejection_codes, score
+from client.stability import assess
+from patchgate.pins import Flake
+from tests.unit._gate_helpers import prop, run
+
+PRORATE = prop("p.prorate", ("billing.prorate",))
+TOTAL = prop("p.total", ("billing.invoice_total",))
+SYMBOLS = ("billing.prorate", "billing.invoice_total")
+CLOCK = dt.datetime(2026, 9, 10, tzinfo=dt.UTC)
+FLK = Flake(
+    id="FLK-1",
+    signature="TimeoutError: worker",
+    opened_on=dt.date(2026, 9, 1),
+    expires_on=dt.date(2026, 10, 1),
+    tests=("tests/test_w.py::test_drain",),
+)
+
+
+def _passed(*pids: str) -> dict[str, object]:
+    return {p: assess(p, [run(p, 1, "pass"), run(p, 2, "pass")]) for p in pids}
+
+
+def _score(**kw: object):  # type: ignore[no-untyped-def]
+    args: dict[str, object] = {
+        "changed_symbols": SYMBOLS,
+        "suite": (PRORATE, TOTAL),
+        "assertion_classes": {"p.prorate": "property", "p.total": "fixture_eq"},
+        "local": _passed("p.prorate", "p.total"),
+    }
+    args.update(kw)
+    return score(**args)  # type: ignore[arg-type]
+
+
+def test_worked_example_credits_one_of_two_with_r1_and_r5() -> None:
+    r = _score()
+    assert r.credits == {"billing.prorate": 1, "billing.invoice_total": 0}
+    assert r.coverage == 0.5
+    assert r.codes == ("R1", "R5")
+
+
+def test_real_predicate_passing_both_runs_credits_every_symbol() -> None:
+    r = _score(assertion_classes={"p.prorate": "property", "p.total": "property"})
+    assert (r.coverage, r.codes) == (1.0, ())
+
+
+def test_r1_when_no_property_covers_a_symbol() -> None:
+    r = _score(suite=(PRORATE,))
+    assert r.credits["billing.invoice_total"] == 0
+    assert r.codes == ("R1",)
+    assert any(row.note == "no property covers it" for row in r.rows)
+
+
+def test_r3_when_a_freeze_citation_is_the_only_evidence() -> None:
+    r = _score(assertion_classes={"p.prorate": "property", "p.total": "freeze_ref"})
+    assert r.codes == ("R1", "R3")
+
+
+def test_r6_when_only_the_remote_lane_passed() -> None:
+    r = _score(
+        assertion_classes={"p.prorate": "property", "p.total": "property"},
+        local=_passed("p.prorate"),
+        remote=_passed("p.total"),
+    )
+    assert r.credits["billing.invoice_total"] == 0
+    assert r.codes == ("R6",)
+
+
+def test_remote_passes_never_add_credit_next_to_a_local_failure() -> None:
+    local = {
+        **_passed("p.prorate"),
+        "p.total": assess(
+            "p.total", [run("p.total", 1, "fail", "x"), run("p.total", 2, "fail", "x")]
+        ),
+    }
+    r = _score(
+        assertion_classes={"p.prorate": "property", "p.total": "property"},
+        local=local,
+        remote=_passed("p.total"),
+    )
+    assert r.credits["billing.invoice_total"] == 0
+    assert r.misses == ("p.total",)
+
+
+def test_unscored_results_earn_nothing() -> None:
+    r = _score(assertion_classes={"p.prorate": "property", "p.total": "property"}, scored=False)
+    assert r.credits == {"billing.prorate": 0, "billing.invoice_total": 0}
+
+
+def test_unstable_property_earns_nothing_and_is_listed() -> None:
+    local = {
+        **_passed("p.total"),
+        "p.prorate": assess(
+            "p.prorate", [run("p.prorate", 1, "pass"), run("p.prorate", 2, "fail", "x")]
+        ),
+    }
+    r = _score(assertion_classes={"p.prorate": "property", "p.total": "property"}, local=local)
+    assert r.credits["billing.prorate"] == 0
+    assert r.unstable == ("p.prorate",)
+
+
+def test_empty_symbol_list_is_reported_not_passed() -> None:
+    r = _score(changed_symbols=())
+    assert r.coverage == 0.0
+    assert r.notes
+
+
+def test_r4_for_unknown_and_expired_freeze_ids() -> None:
+    problems = check_freezes(
+        {"p.a": ["FLK-404"], "p.b": ["FLK-1"]}, [FLK], dt.datetime(2026, 10, 2, tzinfo=dt.UTC)
+    )
+    assert len(problems) == 2
+    assert "not in the base flake ledger" in problems[0]
+    assert "expired" in problems[1]
+
+
+def test_valid_citation_has_no_r4_problem() -> None:
+    assert check_freezes({"p.a": ["FLK-1"]}, [FLK], CLOCK) == ()
+
+
+def test_expiry_day_itself_is_expired() -> None:
+    assert check_freezes({"p.a": ["FLK-1"]}, [FLK], dt.datetime(2026, 10, 1, 12, tzinfo=dt.UTC))
+
+
+def test_matching_failure_on_a_valid_flake_is_an_observation() -> None:
+    p = prop("p.w", ("m.f",))
+    p = type(p)(
+        id="p.w",
+        claim="",
+        property_class="pure_fn",
+        covers=("m.f",),
+        command=(*p.command[:-1], "tests/test_w.py::test_drain"),
+    )
+    local = {
+        "p.w": assess(
+            "p.w", [run("p.w", 1, "pass"), run("p.w", 2, "fail", "TimeoutError: worker at 0x1f")]
+        )
+    }
+    obs, problems = observe_flakes(
+        suite=(p,), local=local, citations={}, flakes=(FLK,), clock=CLOCK
+    )
+    assert [o.flake_id for o in obs] == ["FLK-1"]
+    assert problems == ()
+
+
+def test_cited_flake_with_a_different_failure_is_an_r4_mismatch() -> None:
+    p = prop("p.w", ("m.f",))
+    local = {"p.w": assess("p.w", [run("p.w", 1, "fail", "AssertionError"), run("p.w", 2, "pass")])}
+    obs, problems = observe_flakes(
+        suite=(p,), local=local, citations={"p.w": ["FLK-1"]}, flakes=(FLK,), clock=CLOCK
+    )
+    assert obs == ()
+    assert "FLK-1" in problems[0]
+
+
+def test_expired_flake_is_never_observed() -> None:
+    p = prop("p.w", ("m.f",))
+    local = {
+        "p.w": assess("p.w", [run("p.w", 1, "fail", "TimeoutError: worker"), run("p.w", 2, "pass")])
+    }
+    obs, _ = observe_flakes(
+        suite=(p,),
+        local=local,
+        citations={"p.w": ["FLK-1"]},
+        flakes=(FLK,),
+        clock=dt.datetime(2027, 1, 1, tzinfo=dt.UTC),
+    )
+    assert obs == ()
+
+
+def test_codes_are_ordered_and_unique_across_steps() -> None:
+    codes = rejection_codes(
+        symbol_codes=["R5", "R1", "R5"],
+        fixture_mismatch=True,
+        freeze_problems=["x"],
+        oracle_moved=True,
+        pin_mutation=True,
+        drift=True,
+    )
+    assert codes == ["R1", "R2", "R4", "R5", "R7", "R8", "R9"]
+
+
+def test_no_codes_when_nothing_found() -> None:
+    assert rejection_codes() == []
