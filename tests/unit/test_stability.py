@@ -22,7 +22,8 @@ def test_failure_in_both_runs_is_a_defect_not_unstable() -> None:
 
 def test_two_different_failures_are_still_a_defect() -> None:
     s = assess("p.a", [run("p.a", 1, "fail", "assert 1 == 2"), run("p.a", 2, "error", "KeyError")])
-    assert s.defect and not s.disagreement
+    assert s.defect
+    assert not s.disagreement
 
 
 def test_pass_then_fail_is_unstable() -> None:
