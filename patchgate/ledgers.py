@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
@@ -72,7 +73,7 @@ class Record:
 
     @classmethod
     def from_json(cls, obj: object) -> Self:
-        """Parse; unknown or missing fields are a LedgerError."""
+        """Parse; unknown, missing or mistyped fields are a LedgerError."""
         if not isinstance(obj, dict):
             raise LedgerError(f"{cls.__name__}: expected a JSON object")
         body = dict(obj)
@@ -82,6 +83,10 @@ class Record:
         unknown = set(body) - names
         if unknown:
             raise LedgerError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
+        hints = typing.get_type_hints(cls)
+        for name, value in body.items():
+            if not _conforms(value, hints[name]):
+                raise LedgerError(f"{cls.__name__}: {name}: expected {hints[name]}")
         try:
             return cls(**body)
         except TypeError as exc:
@@ -92,6 +97,28 @@ class Record:
         if stamp:
             self.recorded_at = now_utc()
         atomic_write_json(Path(path), self.to_json())
+
+
+def _conforms(value: object, tp: Any) -> bool:
+    """Whether a JSON value fits a field type (str, int, float, bool, Any, list[T], dict[K, V])."""
+    if tp is Any:
+        return True
+    origin = typing.get_origin(tp)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return isinstance(value, list) and all(_conforms(v, item) for v in value)
+    if origin is dict:
+        key, val = typing.get_args(tp)
+        return isinstance(value, dict) and all(
+            _conforms(k, key) and _conforms(v, val) for k, v in value.items()
+        )
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, tp)
 
 
 R = TypeVar("R", bound=Record)

@@ -1,0 +1,169 @@
+"""Canonical fixture digest v1 (DESIGN §4), path validation and file hashing."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from patchgate.digest import (
+    DIGEST_HEADER,
+    FileEntry,
+    Manifest,
+    canonical_bytes,
+    hash_file,
+    hash_files,
+    validate_path,
+)
+from patchgate.errors import UnsafePathError
+from tests.strategies import argvs, manifests, safe_paths
+
+VECTOR = "6ea8f3fe7ff21bd234d472a92daa33697534e140f1426d7981174b0181b87302"
+
+
+def _entry(data: bytes) -> FileEntry:
+    return FileEntry(hashlib.sha256(data).hexdigest(), len(data))
+
+
+def test_design_test_vector() -> None:
+    """The DESIGN §4 test vector reproduces exactly."""
+    m = Manifest(
+        pin_id="vector",
+        files={"fixtures/b.txt": _entry(b"hello"), "fixtures/a.json": _entry(b'{"x": 1}\n')},
+        seed=7,
+        clock_bound_ms=30000,
+        allowed_commands=(
+            ("python", "-m", "pytest", "-q"),
+            ("python", "-m", "pytest", "-q", "-k", "prorate"),
+        ),
+    )
+    assert m.digest() == VECTOR
+
+
+def test_canonical_bytes_layout() -> None:
+    """Header, file lines, seed, bound and command lines, in that order."""
+    m = Manifest(
+        pin_id="p", files={"f/x": _entry(b"")}, seed=1, clock_bound_ms=2, allowed_commands=(("a",),)
+    )
+    empty = hashlib.sha256(b"").hexdigest()
+    assert canonical_bytes(m) == (
+        DIGEST_HEADER + f"file {empty} 0 f/x\n".encode() + b'seed 1\nclock_bound_ms 2\ncommand ["a"]\n'
+    )
+
+
+def test_pin_id_is_not_part_of_the_digest() -> None:
+    """The pin id names the subject; the digest covers bytes, seed, bound and commands only."""
+    m = Manifest(pin_id="a", seed=1, clock_bound_ms=1)
+    assert m.digest() == dataclasses.replace(m, pin_id="b").digest()
+
+
+@given(manifests(), st.randoms())
+def test_digest_independent_of_input_order(m: Manifest, rnd: object) -> None:
+    """Shuffling the files and the commands does not change the digest."""
+    items = list(m.files.items())
+    cmds = list(m.allowed_commands)
+    rnd.shuffle(items)  # type: ignore[attr-defined]
+    rnd.shuffle(cmds)  # type: ignore[attr-defined]
+    shuffled = dataclasses.replace(m, files=dict(items), allowed_commands=tuple(cmds))
+    assert shuffled.digest() == m.digest()
+
+
+@given(manifests(min_files=1), st.data())
+def test_digest_changes_with_any_file_byte(m: Manifest, data: st.DataObject) -> None:
+    """A different file hash (any changed byte) or size changes the digest."""
+    path = data.draw(st.sampled_from(sorted(m.files)))
+    old = m.files[path]
+    new_hash = data.draw(st.binary(min_size=32, max_size=32).map(bytes.hex).filter(lambda h: h != old.sha256))
+    files = {**m.files, path: FileEntry(new_hash, old.size)}
+    assert dataclasses.replace(m, files=files).digest() != m.digest()
+    files = {**m.files, path: FileEntry(old.sha256, old.size + 1)}
+    assert dataclasses.replace(m, files=files).digest() != m.digest()
+
+
+@given(manifests(min_files=1), st.data())
+def test_digest_changes_with_any_path(m: Manifest, data: st.DataObject) -> None:
+    """Renaming a file changes the digest."""
+    path = data.draw(st.sampled_from(sorted(m.files)))
+    new = data.draw(safe_paths.filter(lambda p: p not in m.files))
+    files = dict(m.files)
+    files[new] = files.pop(path)
+    assert dataclasses.replace(m, files=files).digest() != m.digest()
+
+
+@given(manifests(), st.integers(0, 2**32 - 1), st.integers(1, 10**8))
+def test_digest_changes_with_seed_and_bound(m: Manifest, seed: int, bound: int) -> None:
+    """A different seed or clock bound changes the digest."""
+    if seed != m.seed:
+        assert dataclasses.replace(m, seed=seed).digest() != m.digest()
+    if bound != m.clock_bound_ms:
+        assert dataclasses.replace(m, clock_bound_ms=bound).digest() != m.digest()
+
+
+@given(manifests(), argvs)
+def test_digest_changes_with_commands(m: Manifest, argv: tuple[str, ...]) -> None:
+    """Adding a command, or dropping one, changes the digest."""
+    if argv not in m.allowed_commands:
+        more = dataclasses.replace(m, allowed_commands=(*m.allowed_commands, argv))
+        assert more.digest() != m.digest()
+    if m.allowed_commands:
+        fewer = dataclasses.replace(m, allowed_commands=m.allowed_commands[1:])
+        assert fewer.digest() != m.digest()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",
+        "/abs/x",
+        "a/../b",
+        "..",
+        "a/./b",
+        ".",
+        "a//b",
+        "a/",
+        "a\\b",
+        "a\x00b",
+        "a\nb",
+        "bad\udcffname",  # a surrogate escape: not UTF-8
+    ],
+)
+def test_validate_path_refuses(path: str) -> None:
+    """Unsafe paths of DESIGN §4 are refused with UnsafePathError."""
+    with pytest.raises(UnsafePathError):
+        validate_path(path)
+
+
+@pytest.mark.parametrize("path", ["a", "fixtures/a.json", "fixtures/.hidden", "a/..b/c", "ünï/çødé"])
+def test_validate_path_accepts(path: str) -> None:
+    """Relative POSIX UTF-8 paths with ordinary segments pass."""
+    assert validate_path(path) == path
+
+
+@given(manifests())
+def test_unsafe_path_in_manifest_refused(m: Manifest) -> None:
+    """canonical_bytes validates every path."""
+    bad = dataclasses.replace(m, files={**m.files, "../escape": FileEntry("0" * 64, 1)})
+    with pytest.raises(UnsafePathError):
+        canonical_bytes(bad)
+
+
+def test_hash_file_streams_large_file(tmp_path: Path) -> None:
+    """A file larger than one chunk hashes to its sha256 and size."""
+    data = bytes(range(256)) * (5 * 4096 + 3)
+    (tmp_path / "big").write_bytes(data)
+    assert hash_file(tmp_path / "big") == _entry(data)
+
+
+def test_hash_files_parallel_equals_serial(tmp_path: Path) -> None:
+    """The parallel path (above the size threshold) gives the same entries as the serial one."""
+    paths = {}
+    for i in range(3):
+        p = tmp_path / f"f{i}"
+        p.write_bytes(bytes([i]) * (3 << 20))
+        paths[f"fixtures/f{i}"] = p
+    assert hash_files(paths, workers=3) == hash_files(paths, workers=1)
+    assert hash_files(paths, workers=3)["fixtures/f1"] == _entry(bytes([1]) * (3 << 20))
