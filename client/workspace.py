@@ -1,0 +1,136 @@
+"""Materialize the base and patched trees of one check (DESIGN §6 steps 2-4).
+
+The base tree is ``git archive`` of ``--base`` extracted into a private temp dir (no checkout of the
+user's repo is touched); the patched tree is a copy of it with ``git apply`` (never ``--3way``, no
+index, no enclosing repository) of the exact patch bytes. A patch that does not apply is a
+:class:`PatchApplyError`, which the gate turns into ``reject_provenance`` (unparsable). Pins are
+read from the base revision with :class:`patchgate.pins.GitSource`, never from the patched tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchgate.errors import PatchgateError, UsageError
+from patchgate.pins import GitSource, PinSet, load_pins
+
+__all__ = ["PatchApplyError", "Workspace", "base_pins", "materialize", "resolve_rev"]
+
+_GIT_TIMEOUT = 120
+
+
+class PatchApplyError(PatchgateError):
+    """The patch does not apply to the base revision: it is unparsable for the gate."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workspace:
+    """The two trees of one check, in a temp dir removed when the context exits."""
+
+    repo: Path
+    base_rev: str
+    base_dir: Path
+    patched_dir: Path
+
+    def read_pair(
+        self, paths: Iterable[str]
+    ) -> tuple[dict[str, bytes | None], dict[str, bytes | None]]:
+        """Bytes of each path in the base and the patched tree (None: absent or not a file)."""
+        return (
+            {p: _read(self.base_dir, p) for p in paths},
+            {p: _read(self.patched_dir, p) for p in paths},
+        )
+
+
+def _read(root: Path, rel: str) -> bytes | None:
+    path = root / rel
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_bytes()
+
+
+def _git(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        return subprocess.run(
+            ["git", "-C", str(repo), *args],
+            input=stdin,
+            capture_output=True,
+            check=False,
+            timeout=_GIT_TIMEOUT,
+            env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PatchgateError(f"git {args[0]} failed: {exc}") from exc
+
+
+def resolve_rev(repo: Path, rev: str) -> str:
+    """The commit id of ``rev`` in ``repo``; a UsageError if it is not a commit there."""
+    if rev.startswith("-"):
+        raise UsageError(f"--base {rev!r}: not a revision")
+    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    if proc.returncode != 0:
+        raise UsageError(f"--base {rev!r}: not a commit in {repo}")
+    return proc.stdout.decode().strip()
+
+
+def _archive(repo: Path, commit: str, dest: Path) -> None:
+    dest.mkdir(parents=True)
+    proc = _git(repo, "archive", "--format=tar", commit)
+    if proc.returncode != 0:
+        raise PatchgateError(
+            f"git archive {commit}: {proc.stderr.decode(errors='replace').strip()}"
+        )
+    with tempfile.TemporaryFile() as fh:
+        fh.write(proc.stdout)
+        fh.seek(0)
+        with tarfile.open(fileobj=fh, mode="r:") as tar:
+            tar.extractall(dest, filter="data")
+
+
+def _apply(patch: bytes, patched: Path, scratch: Path) -> None:
+    patch_file = scratch / "patch.diff"
+    patch_file.write_bytes(patch)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_CEILING_DIRECTORIES"] = str(patched.parent)
+    try:
+        proc = subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", "--no-3way", str(patch_file)],
+            cwd=patched,
+            capture_output=True,
+            check=False,
+            timeout=_GIT_TIMEOUT,
+            env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PatchgateError(f"git apply failed: {exc}") from exc
+    if proc.returncode != 0:
+        why = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise PatchApplyError("patch does not apply to the base: " + ("; ".join(why[:3]) or "?"))
+
+
+@contextmanager
+def materialize(repo: Path, base: str, patch: bytes) -> Iterator[Workspace]:
+    """Yield the base and patched trees of ``patch`` on ``base``; the temp dir goes on exit."""
+    repo = Path(repo).resolve()
+    commit = resolve_rev(repo, base)
+    with tempfile.TemporaryDirectory(prefix="patchgate-ws-") as tmp:
+        root = Path(tmp)
+        base_dir, patched_dir = root / "base", root / "patched"
+        _archive(repo, commit, base_dir)
+        shutil.copytree(base_dir, patched_dir, symlinks=True)
+        _apply(patch, patched_dir, root)
+        yield Workspace(repo=repo, base_rev=commit, base_dir=base_dir, patched_dir=patched_dir)
+
+
+def base_pins(repo: Path, rev: str) -> PinSet:
+    """The pins of the base revision (configuration included), read with ``git show``."""
+    return load_pins(GitSource(Path(repo), rev))
