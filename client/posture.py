@@ -1,15 +1,16 @@
 """The merge table: what the steps found -> one posture, ``admit`` and the exit code (DESIGN §6-§8).
 
-First matching row wins; the rows follow the pipeline order, so a later step never heals an earlier
-failure::
+First matching row wins; the rows follow the pipeline order of DESIGN §6 (provenance, oracle and
+pins, fixture digest, signature, admission, run, stability, credit), so a later step never heals an
+earlier failure::
 
     row                 condition                                       posture               exit
     provenance          decision reject_provenance                      reject_admission      1
+    pin_mutation        R8                                              reject_pin_mutation   1
+    oracle_moved        R7                                              reject_oracle_moved   1
     fixture             fixture digest refused (R2)                     reject_unscored       2
     signer_transport    signer unreachable: nothing scored              unavailable           4
     admission           decision reject_fixture_role / reject_class     reject_admission      1
-    pin_mutation        R8                                              reject_pin_mutation   1
-    oracle_moved        R7                                              reject_oracle_moved   1
     executor_refused    an executor refused the request: nothing ran    reject_unscored       2
     local_transport     a local run missing (transport)                 unavailable           4
     drift               R9 (two pins disagree)                          reject_fixture_drift  3
@@ -74,11 +75,11 @@ def _row(f: Facts) -> tuple[str, str]:
     codes = set(f.codes)
     table: list[tuple[bool, str, str]] = [
         (f.decision == "reject_provenance", "provenance", "reject_admission"),
+        ("R8" in codes, "pin_mutation", "reject_pin_mutation"),
+        ("R7" in codes, "oracle_moved", "reject_oracle_moved"),
         (f.fixture_refused or "R2" in codes, "fixture", "reject_unscored"),
         (f.signer_transport, "signer_transport", "unavailable"),
         (f.decision != "admit", "admission", "reject_admission"),
-        ("R8" in codes, "pin_mutation", "reject_pin_mutation"),
-        ("R7" in codes, "oracle_moved", "reject_oracle_moved"),
         (f.executor_refused, "executor_refused", "reject_unscored"),
         (f.local_transport, "local_transport", "unavailable"),
         ("R9" in codes, "drift", "reject_fixture_drift"),

@@ -40,8 +40,12 @@ def test_each_row(facts: dict[str, object], row: str, posture: str, exit_code: i
     assert (v.row, v.posture, v.exit_code, v.admit) == (row, posture, exit_code, exit_code == 0)
 
 
-def test_fixture_refusal_beats_pin_mutation() -> None:
-    assert _merge(codes=["R2", "R8"]).exit_code == 2
+def test_pin_mutation_is_an_earlier_step_than_the_fixture_digest() -> None:
+    assert _merge(codes=["R2", "R8"]).posture == "reject_pin_mutation"
+
+
+def test_oracle_moved_wins_over_a_class_rejection() -> None:
+    assert _merge(codes=["R7"], decision="reject_class").posture == "reject_oracle_moved"
 
 
 def test_pin_mutation_beats_oracle_moved() -> None:
