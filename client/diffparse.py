@@ -1,0 +1,362 @@
+"""Parsing unified diffs (git-style and plain) into file patches.
+
+The gate never applies a patch with this module; it only needs to know *which* files a patch
+touches, how (added, deleted, modified, renamed) and whether the patch is well formed. Anything
+that is not a well-formed diff raises :class:`PatchParseError` (a ``PatchgateError``), never a
+bare exception: an unparsable patch is a provenance refusal (DESIGN §6 step 1).
+
+Rules (documented in ``docs/gate-analysis.md``):
+
+* Lines before the first file header and between file patches are ignored, as ``git apply`` does
+  (mail preambles, ``-- `` signatures), but a data set with no file patch at all is junk.
+* Paths lose one leading component (``a/``, ``b/``), like ``git apply``'s default ``-p1``; every
+  path must then be a safe relative POSIX path (``patchgate.digest.validate_path``).
+* A hunk's line counts must match its header exactly; hunks of one file must not overlap.
+* A copy (``copy from``/``copy to``) is reported as an added file: the source is untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from patchgate.digest import validate_path
+from patchgate.errors import PatchgateError, UnsafePathError
+
+__all__ = [
+    "STATUSES",
+    "FilePatch",
+    "Hunk",
+    "PatchParseError",
+    "parse_unified_diff",
+    "touched_paths",
+]
+
+STATUSES = ("added", "deleted", "modified", "renamed")
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(?:[ \r].*)?$")
+_DEV_NULL = "/dev/null"
+_GIT_META_PREFIXES = (
+    "old mode ",
+    "new mode ",
+    "deleted file mode ",
+    "new file mode ",
+    "similarity index ",
+    "dissimilarity index ",
+    "rename from ",
+    "rename to ",
+    "copy from ",
+    "copy to ",
+    "index ",
+)
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+class PatchParseError(PatchgateError):
+    """The bytes are not a well-formed unified diff."""
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One ``@@`` hunk: header numbers and body lines (each keeps its ``' '``/-/+/\\ prefix)."""
+
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FilePatch:
+    """The change to one file: ``old_path`` is None if added, ``new_path`` is None if deleted."""
+
+    old_path: str | None
+    new_path: str | None
+    status: str
+    hunks: tuple[Hunk, ...]
+    is_binary: bool
+
+
+def touched_paths(patches: Iterable[FilePatch]) -> set[str]:
+    """Every path a patch touches: old and new names of each file patch."""
+    paths: set[str] = set()
+    for patch in patches:
+        paths.update(p for p in (patch.old_path, patch.new_path) if p is not None)
+    return paths
+
+
+def parse_unified_diff(data: bytes) -> tuple[FilePatch, ...]:
+    """Parse ``data`` into file patches, or raise :class:`PatchParseError`."""
+    if not isinstance(data, bytes | bytearray):
+        raise PatchParseError("a patch must be bytes")
+    text = bytes(data).decode("utf-8", errors="surrogateescape")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    parser = _Parser(lines)
+    patches = parser.parse()
+    if not patches:
+        raise PatchParseError("no file patch found: not a unified diff")
+    return patches
+
+
+class _Parser:
+    """A cursor over the lines of a diff."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+        self._pos = 0
+
+    def _peek(self) -> str | None:
+        return self._lines[self._pos] if self._pos < len(self._lines) else None
+
+    def _at(self, offset: int) -> str | None:
+        index = self._pos + offset
+        return self._lines[index] if index < len(self._lines) else None
+
+    def parse(self) -> tuple[FilePatch, ...]:
+        patches: list[FilePatch] = []
+        while (line := self._peek()) is not None:
+            if line.startswith("diff --git "):
+                patches.append(self._git_patch())
+            elif (
+                line.startswith("--- ")
+                and (nxt := self._at(1)) is not None
+                and nxt.startswith("+++ ")
+            ):
+                patches.append(self._plain_patch())
+            else:
+                self._pos += 1  # preamble or trailer garbage, as git apply skips it
+        return tuple(patches)
+
+    # -- git-style ---------------------------------------------------------------------------
+
+    def _git_patch(self) -> FilePatch:
+        header = self._lines[self._pos]
+        self._pos += 1
+        meta: dict[str, str] = {}
+        is_binary = False
+        old_name: str | None = None
+        new_name: str | None = None
+        while (line := self._peek()) is not None:
+            prefix = next((p for p in _GIT_META_PREFIXES if line.startswith(p)), None)
+            if prefix is not None:
+                meta[prefix.strip()] = line[len(prefix) :]
+                self._pos += 1
+            elif line.startswith("Binary files ") or line == "GIT binary patch":
+                is_binary = True
+                self._skip_until_next_header()
+                break
+            elif line.startswith("--- "):
+                nxt = self._at(1)
+                if nxt is None or not nxt.startswith("+++ "):
+                    raise PatchParseError(f"'---' line without '+++' after {header!r}")
+                old_name, new_name = _header_name(line[4:]), _header_name(nxt[4:])
+                self._pos += 2
+                break
+            else:
+                break
+        hunks = self._hunks()
+        old_path, new_path, status = _git_paths(header, meta, old_name, new_name)
+        if not hunks and not is_binary and not _has_structural_meta(meta):
+            raise PatchParseError(f"file patch with no hunks and no metadata: {header!r}")
+        return _checked(FilePatch(old_path, new_path, status, hunks, is_binary))
+
+    def _skip_until_next_header(self) -> None:
+        while (line := self._peek()) is not None and not line.startswith("diff --git "):
+            self._pos += 1
+
+    # -- plain unified -----------------------------------------------------------------------
+
+    def _plain_patch(self) -> FilePatch:
+        old_name = _header_name(self._lines[self._pos][4:])
+        new_name = _header_name(self._lines[self._pos + 1][4:])
+        self._pos += 2
+        hunks = self._hunks()
+        if not hunks:
+            raise PatchParseError(f"no hunks for {new_name!r}")
+        if old_name == _DEV_NULL and new_name == _DEV_NULL:
+            raise PatchParseError("both sides of a file patch are /dev/null")
+        if old_name == _DEV_NULL:
+            return _checked(FilePatch(None, _strip(new_name), "added", hunks, False))
+        if new_name == _DEV_NULL:
+            return _checked(FilePatch(_strip(old_name), None, "deleted", hunks, False))
+        path = _strip(new_name)
+        return _checked(FilePatch(path, path, "modified", hunks, False))
+
+    # -- hunks -------------------------------------------------------------------------------
+
+    def _hunks(self) -> tuple[Hunk, ...]:
+        hunks: list[Hunk] = []
+        while (line := self._peek()) is not None and line.startswith("@@"):
+            hunks.append(self._hunk(line))
+        return tuple(hunks)
+
+    def _hunk(self, header: str) -> Hunk:
+        match = _HUNK_HEADER.match(header)
+        if match is None:
+            raise PatchParseError(f"malformed hunk header {header!r}")
+        old_start, new_start = int(match[1]), int(match[3])
+        old_len = 1 if match[2] is None else int(match[2])
+        new_len = 1 if match[4] is None else int(match[4])
+        self._pos += 1
+        body: list[str] = []
+        old_seen = new_seen = 0
+        while old_seen < old_len or new_seen < new_len:
+            line = self._peek()
+            if line is None:
+                raise PatchParseError(f"hunk {header!r} ends before its counted lines")
+            kind = line[:1]
+            if kind in (" ", ""):
+                old_seen, new_seen = old_seen + 1, new_seen + 1
+            elif kind == "-":
+                old_seen += 1
+            elif kind == "+":
+                new_seen += 1
+            elif kind != "\\":
+                raise PatchParseError(f"unexpected line {line[:40]!r} in hunk {header!r}")
+            if old_seen > old_len or new_seen > new_len:
+                raise PatchParseError(f"hunk {header!r} has more lines than its header counts")
+            body.append(line if line else " ")
+            self._pos += 1
+        while (line := self._peek()) is not None and line.startswith("\\"):
+            body.append(line)  # "\ No newline at end of file" after the last counted line
+            self._pos += 1
+        return Hunk(old_start, old_len, new_start, new_len, tuple(body))
+
+
+def _has_structural_meta(meta: dict[str, str]) -> bool:
+    keys = (
+        "old mode",
+        "new mode",
+        "deleted file mode",
+        "new file mode",
+        "rename from",
+        "copy from",
+    )
+    return any(key in meta for key in keys)
+
+
+def _git_paths(
+    header: str, meta: dict[str, str], old_name: str | None, new_name: str | None
+) -> tuple[str | None, str | None, str]:
+    """Old path, new path and status of a git file patch from its header, metadata and ---/+++."""
+    if "rename from" in meta or "rename to" in meta:
+        if "rename from" not in meta or "rename to" not in meta:
+            raise PatchParseError(f"incomplete rename metadata in {header!r}")
+        return _unquote(meta["rename from"]), _unquote(meta["rename to"]), "renamed"
+    if "copy from" in meta or "copy to" in meta:
+        if "copy to" not in meta:
+            raise PatchParseError(f"incomplete copy metadata in {header!r}")
+        return None, _unquote(meta["copy to"]), "added"
+    a_path, b_path = _git_header_paths(header)
+    old = a_path if old_name is None else (None if old_name == _DEV_NULL else _strip(old_name))
+    new = b_path if new_name is None else (None if new_name == _DEV_NULL else _strip(new_name))
+    if "new file mode" in meta or (old is None and new is not None):
+        return None, new if new is not None else b_path, "added"
+    if "deleted file mode" in meta or (new is None and old is not None):
+        return old if old is not None else a_path, None, "deleted"
+    if old is None or new is None:
+        raise PatchParseError(f"file patch names no file: {header!r}")
+    if old != new:
+        raise PatchParseError(f"paths differ without rename metadata: {header!r}")
+    return old, new, "modified"
+
+
+def _git_header_paths(header: str) -> tuple[str, str]:
+    """The ``a/`` and ``b/`` paths of ``diff --git a/X b/Y``; quoted or not, equal halves first."""
+    rest = header[len("diff --git ") :]
+    if rest.startswith('"'):
+        first, rest = _split_quoted(rest)
+        second = _unquote(rest.strip())
+        return _strip(first), _strip(second)
+    if rest.endswith('"'):
+        start = rest.find(' "')
+        if start < 0:
+            raise PatchParseError(f"malformed diff header {header!r}")
+        return _strip(rest[:start]), _strip(_unquote(rest[start + 1 :]))
+    # Unquoted: the two names are the same length when the file is not renamed.
+    half = (len(rest) - 1) // 2
+    if len(rest) % 2 == 1 and rest[half] == " " and rest[2:half] == rest[half + 3 :]:
+        return _strip(rest[:half]), _strip(rest[half + 1 :])
+    parts = rest.split(" ")
+    if len(parts) != 2:
+        raise PatchParseError(f"ambiguous diff header {header!r}")
+    return _strip(parts[0]), _strip(parts[1])
+
+
+def _split_quoted(text: str) -> tuple[str, str]:
+    """Split a leading C-quoted string from ``text``: (unquoted, rest)."""
+    index = 1
+    while index < len(text):
+        if text[index] == "\\":
+            index += 2
+            continue
+        if text[index] == '"':
+            return _unquote(text[: index + 1]), text[index + 1 :]
+        index += 1
+    raise PatchParseError(f"unterminated quoted path in {text!r}")
+
+
+def _unquote(name: str) -> str:
+    """Undo git's C-style quoting of a path (octal escapes are UTF-8 bytes)."""
+    if not (len(name) >= 2 and name.startswith('"') and name.endswith('"')):
+        return name
+    out = bytearray()
+    body = name[1:-1]
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char != "\\":
+            out += char.encode("utf-8", errors="surrogateescape")
+            index += 1
+            continue
+        esc = body[index + 1 : index + 2]
+        if esc in _C_ESCAPES:
+            out.append(_C_ESCAPES[esc])
+            index += 2
+        elif len(octal := body[index + 1 : index + 4]) == 3 and all(c in "01234567" for c in octal):
+            out.append(int(octal, 8) & 0xFF)
+            index += 4
+        else:
+            raise PatchParseError(f"bad escape in quoted path {name!r}")
+    return out.decode("utf-8", errors="surrogateescape")
+
+
+def _header_name(field: str) -> str:
+    """The file name of a ``---``/``+++`` line: unquoted, without a tab-separated timestamp."""
+    field = field.rstrip("\r")
+    if field.startswith('"'):
+        name, _ = _split_quoted(field)
+        return name
+    return field.split("\t", 1)[0].rstrip()
+
+
+def _strip(name: str) -> str:
+    """Drop one leading path component (``-p1``) when there is one; keep /dev/null."""
+    if name == _DEV_NULL:
+        return name
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+def _checked(patch: FilePatch) -> FilePatch:
+    """Validate the paths and the status/hunk consistency of one file patch."""
+    for path in (patch.old_path, patch.new_path):
+        if path is None:
+            continue
+        try:
+            validate_path(path)
+        except UnsafePathError as exc:
+            raise PatchParseError(f"unsafe path in patch: {exc}") from exc
+    if patch.status == "added" and any(h.old_len or h.old_start for h in patch.hunks):
+        raise PatchParseError(f"added file {patch.new_path!r} has hunks against old lines")
+    if patch.status == "deleted" and any(h.new_len or h.new_start for h in patch.hunks):
+        raise PatchParseError(f"deleted file {patch.old_path!r} has hunks producing new lines")
+    end = 0
+    for hunk in patch.hunks:
+        if hunk.old_start < end:
+            raise PatchParseError(f"overlapping or unordered hunks in {patch.new_path!r}")
+        end = hunk.old_start + hunk.old_len
+    return patch
