@@ -15,7 +15,9 @@ VECTOR = "6ea8f3fe7ff21bd234d472a92daa33697534e140f1426d7981174b0181b87302"
 FILES = {"fixtures/b.txt": b"hello", "fixtures/a.json": b'{"x": 1}\n'}
 
 
-def _write_repo(root: Path, files: dict[str, bytes], pinned: dict[str, bytes] | None = None) -> Path:
+def _write_repo(
+    root: Path, files: dict[str, bytes], pinned: dict[str, bytes] | None = None
+) -> Path:
     for rel, data in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)

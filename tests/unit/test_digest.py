@@ -51,7 +51,9 @@ def test_canonical_bytes_layout() -> None:
     )
     empty = hashlib.sha256(b"").hexdigest()
     assert canonical_bytes(m) == (
-        DIGEST_HEADER + f"file {empty} 0 f/x\n".encode() + b'seed 1\nclock_bound_ms 2\ncommand ["a"]\n'
+        DIGEST_HEADER
+        + f"file {empty} 0 f/x\n".encode()
+        + b'seed 1\nclock_bound_ms 2\ncommand ["a"]\n'
     )
 
 
@@ -77,7 +79,9 @@ def test_digest_changes_with_any_file_byte(m: Manifest, data: st.DataObject) -> 
     """A different file hash (any changed byte) or size changes the digest."""
     path = data.draw(st.sampled_from(sorted(m.files)))
     old = m.files[path]
-    new_hash = data.draw(st.binary(min_size=32, max_size=32).map(bytes.hex).filter(lambda h: h != old.sha256))
+    new_hash = data.draw(
+        st.binary(min_size=32, max_size=32).map(bytes.hex).filter(lambda h: h != old.sha256)
+    )
     files = {**m.files, path: FileEntry(new_hash, old.size)}
     assert dataclasses.replace(m, files=files).digest() != m.digest()
     files = {**m.files, path: FileEntry(old.sha256, old.size + 1)}
@@ -137,7 +141,9 @@ def test_validate_path_refuses(path: str) -> None:
         validate_path(path)
 
 
-@pytest.mark.parametrize("path", ["a", "fixtures/a.json", "fixtures/.hidden", "a/..b/c", "ünï/çødé"])
+@pytest.mark.parametrize(
+    "path", ["a", "fixtures/a.json", "fixtures/.hidden", "a/..b/c", "ünï/çødé"]
+)
 def test_validate_path_accepts(path: str) -> None:
     """Relative POSIX UTF-8 paths with ordinary segments pass."""
     assert validate_path(path) == path
