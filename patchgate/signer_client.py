@@ -1,7 +1,8 @@
 """Client of ``patchgate-signerd``: ask for a fixture signature, verify it, map gRPC failures.
 
 gRPC INVALID_ARGUMENT / PERMISSION_DENIED / UNAUTHENTICATED / FAILED_PRECONDITION become
-``RefusedError(code, details)`` (a decision); UNAVAILABLE → ``TransportError("unavailable")``,
+``RefusedError(code, details)`` (a decision); UNAVAILABLE (and CANCELLED, which a caller sees when
+the server stops before taking its call) → ``TransportError("unavailable")``,
 DEADLINE_EXCEEDED → ``"deadline"``, an empty reply → ``"empty_response"``, anything else →
 ``"internal"``. No bare ``grpc.RpcError`` leaves this module.
 """
@@ -60,7 +61,9 @@ def _map_rpc_error(exc: grpc.RpcError) -> Exception:
     details = (exc.details() if isinstance(exc, grpc.Call) else None) or str(code)
     if code in _REFUSALS:
         return RefusedError(code.name, details)
-    if code == grpc.StatusCode.UNAVAILABLE:
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+        # CANCELLED reaches a caller when the server shuts down before taking the call: nothing
+        # was decided, the signer went away, exactly as with UNAVAILABLE
         return TransportError("unavailable", details)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return TransportError("deadline", details)
