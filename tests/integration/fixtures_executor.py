@@ -1,1 +1,200 @@
-"""pytest fixtures (executor): real daemons over real sockets. Loaded by tests/conftest.py."""
+"""pytest fixtures (executor): real daemons over real sockets. Loaded by tests/conftest.py.
+
+- ``docker_engine`` (session): ``scripts/docker.sh start`` (fails loudly if no engine comes up); at
+  the end checks that no container with the executor label is left and runs ``docker.sh stop``,
+  which stops only a dockerd the script itself started.
+- ``executor_daemon``: ``patchgate-executord serve --image host`` on a tmp unix socket, given only the
+  operator public keyring of ``operator_key``.
+- ``start_executor(...)``: the same with custom flags / environment; ``billing_case(...)``: a tmp copy
+  of ``examples/billing`` with extra property files and an envelope signed by the operator key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from patchgate.digest import Manifest, hash_files, scan_fixture_tree
+from patchgate.envelope import Envelope, fixture_statement, sign_envelope
+from patchgate.keys import Signer
+from patchgate.ledgers import now_utc
+from patchgate.pins import PropertyPin
+
+REPO = Path(__file__).resolve().parents[2]
+BILLING = REPO / "examples" / "billing"
+LABEL = "patchgate.executord"
+PYTEST = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+
+
+@dataclasses.dataclass
+class ExecutorProc:
+    """A running ``patchgate-executord serve`` subprocess."""
+
+    address: str
+    proc: subprocess.Popen[str]
+    keyring_path: Path
+    store_dir: Path
+    state_dir: Path
+    log_path: Path
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM by pid, wait; SIGKILL if it does not drain in time."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return int(self.proc.returncode)
+
+    def log(self) -> str:
+        """What the daemon wrote to stderr so far."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+def start_executor(
+    workdir: Path,
+    keyring_path: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+) -> ExecutorProc:
+    """Start the executor daemon on a unix socket under a short tmp dir; wait for 'listening'."""
+    sockdir = Path(tempfile.mkdtemp(prefix="pgx-", dir="/tmp"))
+    state = workdir / "executord-state"
+    store = state / "blobs"
+    log_path = workdir / "executord.log"
+    args = [
+        sys.executable, "-m", "executord", "serve",
+        "--operator-keyring", str(keyring_path),
+        "--listen", f"unix:{sockdir}/executor.sock",
+        "--image", "host",
+        "--state-dir", str(state),
+        "--store-dir", str(store),
+        *extra,
+    ]  # fmt: skip
+    full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    with open(log_path, "w", encoding="utf-8") as err:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, text=True, env=full_env)
+    assert proc.stdout is not None
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout)
+    if not line or not line[0].startswith("listening "):
+        proc.kill()
+        proc.wait(10)
+        proc.stdout.close()
+        raise RuntimeError(f"executord did not start:\n{log_path.read_text()}")
+    return ExecutorProc(
+        address=line[0].split(" ", 1)[1].strip(),
+        proc=proc,
+        keyring_path=keyring_path,
+        store_dir=store,
+        state_dir=state,
+        log_path=log_path,
+    )
+
+
+def labeled_containers(docker_host: str | None = None) -> list[str]:
+    """Ids of every container (running or not) carrying the executor label."""
+    env = {**os.environ, **({"DOCKER_HOST": docker_host} if docker_host else {})}
+    out = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label={LABEL}"],
+        capture_output=True, text=True, check=True, env=env,
+    ).stdout  # fmt: skip
+    return out.split()
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[None]:
+    """A Docker engine (started by scripts/docker.sh if none answers); no labeled leftovers at the end."""
+    subprocess.run(
+        [str(REPO / "scripts" / "docker.sh"), "start"], check=True, stdin=subprocess.DEVNULL
+    )
+    yield
+    left = labeled_containers()
+    subprocess.run(
+        [str(REPO / "scripts" / "docker.sh"), "stop"], check=True, stdin=subprocess.DEVNULL
+    )
+    assert left == [], f"containers with label {LABEL} left behind: {left}"
+
+
+@pytest.fixture
+def executor_daemon(
+    docker_engine: None, tmp_path: Path, operator_key: object
+) -> Iterator[ExecutorProc]:
+    """A running executor given only the operator public keyring."""
+    daemon = start_executor(tmp_path, operator_key.keyring_path)  # type: ignore[attr-defined]
+    yield daemon
+    daemon.stop()
+
+
+@dataclasses.dataclass(frozen=True)
+class BillingCase:
+    """A tmp copy of examples/billing, its signed fixture envelope, and the properties to run."""
+
+    workspace: Path
+    envelope: Envelope
+    manifest: Manifest
+    properties: tuple[PropertyPin, ...]
+
+
+def prop(pid: str, nodeid: str, command: tuple[str, ...] = PYTEST) -> PropertyPin:
+    """A property pin running one pytest node id."""
+    return PropertyPin(
+        id=pid,
+        claim=pid,
+        property_class="pure_fn",
+        covers=("billing.prorate",),
+        command=(*command, nodeid),
+    )
+
+
+def billing_case(
+    tmp_path: Path,
+    signer: Signer,
+    *,
+    extra_files: dict[str, str] | None = None,
+    properties: tuple[PropertyPin, ...] = (),
+    clock_bound_ms: int = 30000,
+    seed: int = 7,
+    allowed: tuple[tuple[str, ...], ...] = (PYTEST,),
+) -> BillingCase:
+    """Copy the billing repo, add ``extra_files``, sign its fixture manifest with ``signer``."""
+    ws = tmp_path / "billing"
+    shutil.copytree(BILLING, ws, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    for rel, text in (extra_files or {}).items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text, encoding="utf-8")
+    pinned = [p.relative_to(ws).as_posix() for p in (ws / "fixtures").rglob("*") if p.is_file()]
+    files = hash_files(scan_fixture_tree(ws, "fixtures", pinned))
+    manifest = Manifest(
+        pin_id="fixpin-test",
+        files=files,
+        seed=seed,
+        clock_bound_ms=clock_bound_ms,
+        allowed_commands=allowed,
+    )
+    envelope = sign_envelope(fixture_statement(manifest, signer, now_utc()), signer)
+    if not properties:
+        properties = (
+            prop(
+                "billing.prorate.non_negative",
+                "properties/test_billing.py::test_prorate_non_negative",
+            ),
+        )
+    return BillingCase(workspace=ws, envelope=envelope, manifest=manifest, properties=properties)

@@ -1,0 +1,5 @@
+"""``python -m executord``."""
+
+from executord.cli import main
+
+raise SystemExit(main())

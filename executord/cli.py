@@ -1,0 +1,179 @@
+"""``patchgate-executord serve``: settings from flags → PATCHGATE_EXECUTORD_* → defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import traceback
+from pathlib import Path
+
+import structlog
+
+from executord.blobstore import BlobStore
+from executord.errors import SandboxError
+from executord.image import ensure_image, host_mounts, host_python_env
+from executord.runs import Executor
+from executord.sandbox import DockerRuntime, SandboxPolicy, sweep
+from executord.service import ErrorInterceptor, ExecutorService
+from executord.settings import ExecutorSettings, default_state_dir, parse_bytes
+from patchgate.errors import PatchgateError, UsageError
+from patchgate.keys import Keyring, Signer, load_signer
+from patchgate.logs import configure_logging
+from patchgate.server import DaemonServer, ServerSettings
+from patchgate.v1 import executor_pb2_grpc
+
+__all__ = ["main"]
+
+log = structlog.get_logger("executord")
+SERVICE_NAME = "patchgate.v1.Executor"
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"PATCHGATE_EXECUTORD_{name}", default)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="patchgate-executord", description=__doc__)
+    p.add_argument("--verbose", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the executor daemon")
+    s.add_argument(
+        "--operator-keyring",
+        type=Path,
+        default=_env("OPERATOR_KEYRING"),
+        required=_env("OPERATOR_KEYRING") is None,
+    )
+    s.add_argument("--listen", default=_env("LISTEN"), required=_env("LISTEN") is None)
+    s.add_argument("--image", default=_env("IMAGE", "host"), help="'host' or an image name")
+    s.add_argument("--key", type=Path, default=_env("KEY"), help="executor key (else ephemeral)")
+    s.add_argument(
+        "--max-parallel", type=int, default=int(_env("MAX_PARALLEL", str(os.cpu_count() or 1)) or 1)
+    )
+    s.add_argument("--runtime", choices=("runc", "runsc"), default=_env("RUNTIME", "runc"))
+    s.add_argument("--host-python", type=Path, default=_env("HOST_PYTHON"))
+    s.add_argument("--pull", action="store_true", help="pull a missing --image")
+    s.add_argument("--state-dir", type=Path, default=_env("STATE_DIR") or default_state_dir())
+    s.add_argument(
+        "--store-dir", type=Path, default=_env("STORE_DIR"), help="blob store (shareable)"
+    )
+    s.add_argument("--store-max", default=_env("STORE_MAX", "2g"), help="blob store bound, e.g. 2g")
+    s.add_argument(
+        "--memory", default=_env("MEMORY", "512m"), help="sandbox memory (= memory+swap)"
+    )
+    s.add_argument("--pids-limit", type=int, default=int(_env("PIDS_LIMIT", "256") or 256))
+    s.add_argument("--cpus", type=float, default=float(_env("CPUS", "1") or 1))
+    s.add_argument("--tmpfs-size", default=_env("TMPFS_SIZE", "64m"))
+    s.add_argument(
+        "--instance",
+        default=_env("INSTANCE", "default"),
+        help="container label value this daemon sweeps",
+    )
+    s.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
+    return p
+
+
+def _settings(args: argparse.Namespace) -> ExecutorSettings:
+    try:
+        return ExecutorSettings(
+            operator_keyring=args.operator_keyring,
+            listen=args.listen,
+            image=args.image,
+            key=args.key,
+            max_parallel=max(1, args.max_parallel),
+            runtime=args.runtime,
+            host_python=args.host_python,
+            pull=args.pull,
+            state_dir=args.state_dir,
+            store_dir=args.store_dir,
+            store_max_bytes=parse_bytes(args.store_max),
+            memory_bytes=parse_bytes(args.memory),
+            pids_limit=args.pids_limit,
+            nano_cpus=int(args.cpus * 1e9),
+            tmpfs_bytes=parse_bytes(args.tmpfs_size),
+            instance=args.instance,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    configure_logging(args.log_level)
+    keyring = Keyring.load(settings.operator_keyring)
+    if not keyring.with_role("operator"):
+        raise UsageError(f"{settings.operator_keyring}: holds no operator key")
+    signer = load_signer(settings.key, "executor") if settings.key else Signer.generate("executor")
+    if signer.keyid in {e.keyid for e in keyring}:
+        raise UsageError("the executor key must not be in the operator keyring")
+    runtime = DockerRuntime()
+    runtime.ping()
+    removed = sweep(runtime, settings.label, settings.instance)
+    uid = settings.sandbox_uid
+    try:
+        image = ensure_image(runtime, settings.image, uid=uid, pull=settings.pull)
+    except SandboxError as exc:
+        log.warning("image not ready; runs will report it", error=str(exc))
+        image = settings.image
+    mounts = host_mounts(host_python_env(settings.host_python)) if settings.image == "host" else ()
+    env = host_python_env(settings.host_python) if settings.image == "host" else None
+    policy = SandboxPolicy(
+        image=image,
+        runtime=settings.runtime,
+        user=f"{uid}:{uid}",
+        pids_limit=settings.pids_limit,
+        memory_bytes=settings.memory_bytes,
+        nano_cpus=settings.nano_cpus,
+        tmpfs_bytes=settings.tmpfs_bytes,
+    )
+    store = BlobStore(settings.blob_dir, settings.store_max_bytes)
+    executor = Executor(
+        store=store,
+        runtime=runtime,
+        signer=signer,
+        operator_keyring=keyring,
+        policy=policy,
+        host_mounts=mounts,
+        path_dirs=(env.bin_dir,) if env else (),
+        work_dir=settings.work_dir / f"{socket.gethostname()}-{os.getpid()}",
+        max_parallel=settings.max_parallel,
+        labels={settings.label: settings.instance},
+    )
+    service = ExecutorService(executor, store, keyring)
+    server = DaemonServer(
+        ServerSettings(listen=settings.listen, interceptors=(ErrorInterceptor(),), max_workers=32),
+        lambda srv: executor_pb2_grpc.add_ExecutorServicer_to_server(service, srv),  # type: ignore[no-untyped-call]
+        [SERVICE_NAME],
+    )
+    try:
+        bound = server.start()
+    except (OSError, RuntimeError) as exc:
+        raise UsageError(f"cannot listen on {settings.listen}: {exc}") from None
+    log.info(
+        "serving",
+        address=bound,
+        image=image,
+        executor_keyid=signer.keyid,
+        ephemeral_key=settings.key is None,
+        max_parallel=settings.max_parallel,
+        swept_containers=removed,
+    )
+    print(f"listening {bound}", flush=True)
+    server.serve_until_signal(on_stop=service.shutdown)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``patchgate-executord``."""
+    args = _parser().parse_args(argv)
+    try:
+        return _serve(args)
+    except UsageError as exc:
+        print(f"patchgate-executord: error: {exc}", file=sys.stderr)
+        return 64
+    except (PatchgateError, OSError) as exc:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"patchgate-executord: error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,65 @@
+"""Errors of the executor daemon.
+
+Hierarchy::
+
+    ExecutorError (PatchgateError)    base; ``status`` names the gRPC status it becomes
+    ├── InvalidArgument              malformed request, a blob whose bytes do not hash to its name
+    ├── FailedPrecondition           refusals before any container starts: bad envelope, wrong role,
+    │                                digest mismatch, disallowed command, missing blob, workspace
+    │                                path under the fixture root
+    ├── ResourceExhausted            the blob store is full (or the disk is)
+    └── SandboxError                 one run could not be carried out; ``kind`` is a transport kind
+                                     (unavailable, image_missing, sandbox_start_failed,
+                                     resource_exhausted, internal). Never an outcome; it becomes a
+                                     TransportRecord of that run.
+
+The service adapter maps ``status`` to a gRPC status in one interceptor; nothing else in the daemon
+imports grpc.
+"""
+
+from __future__ import annotations
+
+from patchgate.errors import TRANSPORT_KINDS, PatchgateError
+
+__all__ = [
+    "ExecutorError",
+    "FailedPrecondition",
+    "InvalidArgument",
+    "ResourceExhausted",
+    "SandboxError",
+]
+
+
+class ExecutorError(PatchgateError):
+    """Base of the executor's errors; ``status`` is the gRPC status name it maps to."""
+
+    status = "INTERNAL"
+
+
+class InvalidArgument(ExecutorError):
+    """The request is malformed, or an uploaded blob does not hash to its name."""
+
+    status = "INVALID_ARGUMENT"
+
+
+class FailedPrecondition(ExecutorError):
+    """A refusal: nothing ran, no container was started."""
+
+    status = "FAILED_PRECONDITION"
+
+
+class ResourceExhausted(ExecutorError):
+    """The blob store cannot take more bytes."""
+
+    status = "RESOURCE_EXHAUSTED"
+
+
+class SandboxError(ExecutorError):
+    """Infrastructure failure of one run; becomes a transport record, never an outcome."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        if kind not in TRANSPORT_KINDS:
+            kind = "internal"
+        super().__init__(f"sandbox {kind}: {detail}")
+        self.kind = kind
+        self.detail = detail

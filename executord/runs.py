@@ -1,0 +1,427 @@
+"""Execute: verify → materialize → run each property twice in fresh containers → signed report.
+
+Everything that can refuse (envelope, role, digest recomputed from the bytes to be mounted, allowed
+commands, workspace paths, missing blobs) happens in ``prepare``, before any container exists, and
+raises FailedPrecondition or InvalidArgument. ``run`` never raises for a run's infrastructure
+problem: it becomes a transport record of that run. Outcomes come only from structured output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from executord.blobstore import BlobStore, is_digest
+from executord.errors import FailedPrecondition, InvalidArgument, SandboxError
+from executord.junit import outcome_from_junit
+from executord.sandbox import ContainerRuntime, ContainerSpec, Mount, SandboxPolicy, run_container
+from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files, validate_path
+from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelope
+from patchgate.errors import EnvelopeError, UnsafePathError
+from patchgate.keys import Keyring, Signer
+from patchgate.ledgers import now_utc
+from patchgate.pins import command_allowed
+from patchgate.report import sign_result
+from patchgate.results import RunOutcome, TransportRecord
+from patchgate.v1 import executor_pb2
+
+__all__ = ["ExecuteInput", "Executor", "Prepared", "Progress", "PropertyRun", "TreeItem"]
+
+log = structlog.get_logger("executord.runs")
+WORKSPACE = "/workspace"
+RESULTS = "/results"
+MAX_RUNS = 5
+
+
+@dataclass(frozen=True)
+class TreeItem:
+    """One workspace file by content."""
+
+    path: str
+    digest: str
+    size: int
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class PropertyRun:
+    """An admitted property: its id and argv."""
+
+    id: str
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecuteInput:
+    """The Execute request, without grpc."""
+
+    request_id: str
+    envelope: Envelope
+    workspace: tuple[TreeItem, ...]
+    fixture_root: str
+    properties: tuple[PropertyRun, ...]
+    runs: int = 2
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress event."""
+
+    property_id: str
+    run_index: int
+    phase: str
+    message: str = ""
+
+
+@dataclass
+class Prepared:
+    """A verified, materialized request, ready to run."""
+
+    inp: ExecuteInput
+    statement: FixtureStatement
+    observed_digest: str
+    req_dir: Path
+    timings: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.req_dir / "workspace"
+
+    @property
+    def fixture_dir(self) -> Path:
+        return self.req_dir / "fixtures"
+
+
+class Executor:
+    """The executor's logic; no grpc here (the service adapter is ``executord.service``)."""
+
+    def __init__(
+        self,
+        *,
+        store: BlobStore,
+        runtime: ContainerRuntime,
+        signer: Signer,
+        operator_keyring: Keyring,
+        policy: SandboxPolicy,
+        host_mounts: tuple[Mount, ...],
+        path_dirs: tuple[str, ...],
+        work_dir: Path,
+        max_parallel: int,
+        labels: dict[str, str],
+    ) -> None:
+        if signer.role != "executor":
+            raise ValueError("the executor signs with an executor key only")
+        self.store = store
+        self.runtime = runtime
+        self._signer = signer
+        self.keyring = operator_keyring
+        self.policy = policy
+        self.host_mounts = host_mounts
+        self.path_dirs = path_dirs
+        self.work_dir = Path(work_dir)
+        self.work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.max_parallel = max(1, max_parallel)
+        self._slots = threading.BoundedSemaphore(self.max_parallel)
+        self.labels = labels
+
+    @property
+    def keyid(self) -> str:
+        """The executor key id that signs results."""
+        return self._signer.keyid
+
+    @property
+    def public_key_pem(self) -> str:
+        """The executor's public key."""
+        return self._signer.public_key_pem()
+
+    # -- refusals, before any container ---------------------------------------------------------
+
+    def prepare(self, inp: ExecuteInput) -> Prepared:
+        """Verify and materialize; FailedPrecondition / InvalidArgument when anything is off."""
+        t0 = time.monotonic()
+        try:
+            statement = verify_fixture_envelope(inp.envelope, self.keyring)
+        except EnvelopeError as exc:
+            raise FailedPrecondition(f"fixture envelope refused: {exc}") from exc
+        manifest = statement.manifest
+        _check_request(inp, manifest)
+        needed = [e.digest for e in inp.workspace] + [f.sha256 for f in manifest.files.values()]
+        missing = self.store.missing(needed)
+        if missing:
+            raise FailedPrecondition(
+                f"{len(missing)} blob(s) not in the store, e.g. {missing[0][:16]}"
+            )
+        req_dir = Path(tempfile.mkdtemp(prefix="req-", dir=self.work_dir))
+        prepared = Prepared(inp=inp, statement=statement, observed_digest="", req_dir=req_dir)
+        try:
+            with self.store.referenced(needed):
+                self._materialize(prepared)
+            observed = self.observed_digest(prepared)
+            if observed != statement.digest:
+                raise FailedPrecondition(
+                    f"fixture digest of the mounted bytes {observed[:16]} "
+                    f"!= signed {statement.digest[:16]}"
+                )
+        except BaseException:
+            self.cleanup(prepared)
+            raise
+        prepared.observed_digest = observed
+        prepared.timings["materialize_ms"] = int((time.monotonic() - t0) * 1000)
+        prepared.timings["upload_ms"] = self.store.upload_ms(needed)
+        return prepared
+
+    def _materialize(self, prepared: Prepared) -> None:
+        inp, manifest = prepared.inp, prepared.statement.manifest
+        ws, fx = prepared.workspace_dir, prepared.fixture_dir
+        ws.mkdir(mode=0o755)
+        fx.mkdir(mode=0o755)
+        for item in inp.workspace:
+            _place(
+                self.store.open_blob(item.digest),
+                ws / item.path,
+                0o755 if item.executable else 0o644,
+            )
+        prefix = inp.fixture_root + "/"
+        for path, entry in manifest.files.items():
+            _place(self.store.open_blob(entry.sha256), fx / path[len(prefix) :], 0o444)
+        mountpoint = ws / inp.fixture_root
+        mountpoint.mkdir(parents=True, exist_ok=True, mode=0o755)
+
+    def observed_digest(self, prepared: Prepared) -> str:
+        """The digest v1 of the fixture bytes as they sit in the tree that gets mounted."""
+        m = prepared.statement.manifest
+        prefix = prepared.inp.fixture_root + "/"
+        try:
+            files = hash_files({p: prepared.fixture_dir / p[len(prefix) :] for p in m.files})
+        except OSError:
+            return "unreadable"
+        return fixture_digest(_with_files(m, files))
+
+    def cleanup(self, prepared: Prepared) -> None:
+        """Remove the materialized trees and results."""
+        shutil.rmtree(prepared.req_dir, ignore_errors=True)
+
+    # -- runs -----------------------------------------------------------------------------------
+
+    def run(
+        self, prepared: Prepared, emit: Callable[[Progress], None], cancel: threading.Event
+    ) -> tuple[executor_pb2.ExecutionReport, Envelope]:
+        """Run every property ``runs`` times, each run in a fresh container; sign the report."""
+        started = now_utc()
+        inp = prepared.inp
+        emit(Progress("", 0, "verify", f"envelope by {prepared.statement.keyid[:16]}; digest ok"))
+        emit(Progress("", 0, "materialize", f"{len(inp.workspace)} workspace files"))
+        jobs = [(i, p, r) for i, p in enumerate(inp.properties) for r in range(1, inp.runs + 1)]
+        results: dict[tuple[int, int], RunOutcome | TransportRecord] = {}
+        phase_ms = {"container_start_ms": 0, "run_ms": 0, "collect_ms": 0}
+        lock = threading.Lock()
+
+        def one(job: tuple[int, PropertyRun, int]) -> None:
+            i, prop, r = job
+            res, ms = self._guarded_run(prepared, i, prop, r, emit, cancel)
+            with lock:
+                results[(i, r)] = res
+                for k, v in ms.items():
+                    phase_ms[k] += v
+
+        with ThreadPoolExecutor(max_workers=min(len(jobs), self.max_parallel) or 1) as pool:
+            list(pool.map(one, jobs))
+        outcomes = [v for _, v in sorted(results.items()) if isinstance(v, RunOutcome)]
+        transport = [v for _, v in sorted(results.items()) if isinstance(v, TransportRecord)]
+        report = executor_pb2.ExecutionReport(
+            request_id=inp.request_id,
+            executor_keyid=self._signer.keyid,
+            observed_fixture_digest=prepared.observed_digest,
+            pin_id=prepared.statement.manifest.pin_id,
+            outcomes=[o.to_proto() for o in outcomes],
+            transport=[t.to_proto() for t in transport],
+            timings=executor_pb2.PhaseTimings(
+                upload_ms=prepared.timings.get("upload_ms", 0),
+                materialize_ms=prepared.timings.get("materialize_ms", 0),
+                **phase_ms,
+            ),
+            sandbox=self.policy.to_proto(prepared.statement.manifest.clock_bound_ms),
+            started_at=started,
+            finished_at=now_utc(),
+        )
+        return report, sign_result(report, self._signer)
+
+    def _guarded_run(  # noqa: PLR0917 - private, one call site
+        self,
+        prepared: Prepared,
+        index: int,
+        prop: PropertyRun,
+        run_index: int,
+        emit: Callable[[Progress], None],
+        cancel: threading.Event,
+    ) -> tuple[RunOutcome | TransportRecord, dict[str, int]]:
+        """One run under a parallelism slot; infrastructure failures become transport records."""
+        while not self._slots.acquire(timeout=0.5):
+            if cancel.is_set():
+                return _transport(prop, run_index, SandboxError("internal", "cancelled")), {}
+        try:
+            return self._one_run(prepared, index, prop, run_index, emit, cancel)
+        except SandboxError as exc:
+            log.warning("run transport failure", property=prop.id, run=run_index, kind=exc.kind)
+            return _transport(prop, run_index, exc), {}
+        except Exception as exc:
+            log.exception("run failed unexpectedly", property=prop.id, run=run_index)
+            return _transport(prop, run_index, SandboxError("internal", type(exc).__name__)), {}
+        finally:
+            self._slots.release()
+
+    def _one_run(  # noqa: PLR0917 - private, one call site
+        self,
+        prepared: Prepared,
+        index: int,
+        prop: PropertyRun,
+        run_index: int,
+        emit: Callable[[Progress], None],
+        cancel: threading.Event,
+    ) -> tuple[RunOutcome | TransportRecord, dict[str, int]]:
+        if self.observed_digest(prepared) != prepared.statement.digest:
+            raise SandboxError("internal", "fixture bytes changed before this run; not run")
+        results = prepared.req_dir / "results" / f"{index}-{run_index}"
+        results.mkdir(parents=True, mode=0o700)
+        results.chmod(0o777)  # the sandbox user writes here; the parent stays 0700
+        manifest = prepared.statement.manifest
+        argv = (*prop.command, f"--junitxml={RESULTS}/junit.xml")
+        spec = ContainerSpec(
+            argv=argv,
+            mounts=(
+                *self.host_mounts,
+                Mount(str(prepared.workspace_dir), WORKSPACE),
+                Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{prepared.inp.fixture_root}"),
+                Mount(str(results), RESULTS, read_only=False),
+            ),
+            env=self._env(manifest.seed),
+            workdir=WORKSPACE,
+            labels={
+                **self.labels,
+                "patchgate.request": prepared.inp.request_id[:128],
+                "patchgate.property": prop.id,
+                "patchgate.run": str(run_index),
+            },
+        )
+        emit(Progress(prop.id, run_index, "start"))
+        done = run_container(
+            self.runtime,
+            spec,
+            self.policy,
+            clock_bound_s=manifest.clock_bound_ms / 1000,
+            cancel=cancel,
+        )
+        emit(Progress(prop.id, run_index, "run", f"exit {done.exit_code}"))
+        t0 = time.monotonic()
+        if done.oom_killed:
+            raise SandboxError(
+                "resource_exhausted", f"OOM-killed at {self.policy.memory_bytes} bytes"
+            )
+        if done.timed_out:
+            outcome = RunOutcome.make(
+                prop.id,
+                run_index,
+                "exceeded_bound",
+                f"clock bound {manifest.clock_bound_ms} ms exceeded",
+                done.run_ms,
+            )
+        else:
+            status, failure = outcome_from_junit(results / "junit.xml", prop.command)
+            outcome = RunOutcome.make(prop.id, run_index, status, failure, done.run_ms)
+        collect = int((time.monotonic() - t0) * 1000)
+        emit(Progress(prop.id, run_index, "done", outcome.outcome))
+        return outcome, {
+            "container_start_ms": done.start_ms,
+            "run_ms": done.run_ms,
+            "collect_ms": collect,
+        }
+
+    def _env(self, seed: int) -> dict[str, str]:
+        """The whole environment of a sandbox: nothing from the daemon's own."""
+        return {
+            "PATH": ":".join([*self.path_dirs, "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": "/tmp",  # noqa: S108 - the sandbox's tmpfs
+            "TMPDIR": "/tmp",  # noqa: S108
+            "LANG": "C.UTF-8",
+            "PATCHGATE_SEED": str(seed),
+            "PYTHONHASHSEED": str(seed % (1 << 32)),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+
+
+def _check_request(inp: ExecuteInput, manifest: Manifest) -> None:
+    """Request shape, allowed commands, workspace paths (FailedPrecondition, InvalidArgument)."""
+    try:
+        validate_path(inp.fixture_root)
+    except UnsafePathError as exc:
+        raise InvalidArgument(f"fixture_root: {exc}") from exc
+    if not inp.properties:
+        raise InvalidArgument("no property to run")
+    if not 1 <= inp.runs <= MAX_RUNS:
+        raise InvalidArgument(f"runs must be 1..{MAX_RUNS}")
+    prefix = inp.fixture_root + "/"
+    for path in manifest.files:
+        if not path.startswith(prefix):
+            raise FailedPrecondition(
+                f"signed fixture {path!r} is not under the fixture root {inp.fixture_root!r}"
+            )
+    seen_ids: set[str] = set()
+    for prop in inp.properties:
+        if not prop.id or prop.id in seen_ids:
+            raise InvalidArgument(f"property id {prop.id!r} empty or repeated")
+        seen_ids.add(prop.id)
+        if not command_allowed(prop.command, manifest.allowed_commands):
+            raise FailedPrecondition(
+                f"property {prop.id}: command {list(prop.command)!r} "
+                "is not allowed by the signed allowed_commands"
+            )
+    seen: set[str] = set()
+    for item in inp.workspace:
+        try:
+            validate_path(item.path)
+        except UnsafePathError as exc:
+            raise InvalidArgument(f"workspace: {exc}") from exc
+        if item.path == inp.fixture_root or item.path.startswith(prefix):
+            raise FailedPrecondition(f"workspace path {item.path!r} is under the fixture root")
+        if item.path in seen or not is_digest(item.digest):
+            raise InvalidArgument(f"workspace entry {item.path!r}: repeated path or bad digest")
+        seen.add(item.path)
+
+
+def _with_files(m: Manifest, files: dict[str, FileEntry]) -> Manifest:
+    return Manifest(
+        pin_id=m.pin_id,
+        algorithm=m.algorithm,
+        files=files,
+        seed=m.seed,
+        clock_bound_ms=m.clock_bound_ms,
+        allowed_commands=m.allowed_commands,
+    )
+
+
+def _place(blob: Path, dest: Path, mode: int) -> None:
+    """Copy one blob into the tree (a copy, so eviction or tampering in the store cannot follow)."""
+    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    with contextlib.suppress(FileNotFoundError):
+        if dest.is_dir():
+            raise FailedPrecondition(f"workspace path {dest.name!r} is both a file and a directory")
+    try:
+        shutil.copyfile(blob, dest)
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        raise FailedPrecondition(f"workspace paths conflict at {dest.name!r}") from exc
+    dest.chmod(mode)
+
+
+def _transport(prop: PropertyRun, run_index: int, exc: SandboxError) -> TransportRecord:
+    return TransportRecord(
+        kind=exc.kind, detail=exc.detail, property_id=prop.id, run_index=run_index
+    )

@@ -1,0 +1,347 @@
+"""Sandboxed containers (DESIGN §9): the policy, a small ``ContainerRuntime`` protocol, and one run.
+
+``run_container`` is the only place that creates containers. It removes the container on every path
+(exit, clock bound, cancel, error) and turns every infrastructure problem into a SandboxError whose
+``kind`` is a transport kind. ``DockerRuntime`` implements the protocol with the docker SDK and
+converts docker/requests exceptions at this boundary; ``executord.fakeruntime`` is the test fake.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from executord.errors import SandboxError
+from patchgate.v1 import executor_pb2
+
+__all__ = [
+    "ContainerExit",
+    "ContainerRuntime",
+    "ContainerSpec",
+    "DockerRuntime",
+    "Mount",
+    "SandboxPolicy",
+    "run_container",
+    "sweep",
+]
+
+log = structlog.get_logger("executord.sandbox")
+_WAIT_SLICE_S = 2.0
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A bind mount; ``read_only`` unless it is a per-run results directory."""
+
+    source: str
+    target: str
+    read_only: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxPolicy:
+    """The flags every sandbox gets. Reported, as used, in every execution report."""
+
+    image: str
+    runtime: str = "runc"
+    network_mode: str = "none"
+    read_only_rootfs: bool = True
+    user: str = "10001:10001"
+    cap_drop: tuple[str, ...] = ("ALL",)
+    security_opt: tuple[str, ...] = ("no-new-privileges",)
+    pids_limit: int = 256
+    memory_bytes: int = 512 << 20
+    nano_cpus: int = 1_000_000_000
+    tmpfs_bytes: int = 64 << 20
+
+    @property
+    def memswap_bytes(self) -> int:
+        """Memory + swap equals memory: no swap."""
+        return self.memory_bytes
+
+    @property
+    def tmpfs_options(self) -> str:
+        """Options of the size-capped ``/tmp`` tmpfs."""
+        return f"rw,noexec,nosuid,nodev,size={self.tmpfs_bytes}"
+
+    def to_proto(self, clock_bound_ms: int) -> executor_pb2.SandboxSettings:
+        """The settings actually used, for the report."""
+        return executor_pb2.SandboxSettings(
+            image=self.image,
+            runtime=self.runtime,
+            network_mode=self.network_mode,
+            read_only_rootfs=self.read_only_rootfs,
+            user=self.user,
+            cap_drop=list(self.cap_drop),
+            security_opt=list(self.security_opt),
+            pids_limit=self.pids_limit,
+            memory_bytes=self.memory_bytes,
+            memswap_bytes=self.memswap_bytes,
+            nano_cpus=self.nano_cpus,
+            tmpfs_tmp=self.tmpfs_options,
+            clock_bound_ms=clock_bound_ms,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerSpec:
+    """One container to run: argv, mounts, scrubbed environment, labels."""
+
+    argv: tuple[str, ...]
+    mounts: tuple[Mount, ...]
+    env: Mapping[str, str]
+    workdir: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ContainerExit:
+    """How a container ended."""
+
+    exit_code: int | None
+    oom_killed: bool
+    timed_out: bool
+    start_ms: int
+    run_ms: int
+
+
+class ContainerRuntime(Protocol):
+    """What the executor needs from a container engine. Every method raises SandboxError."""
+
+    def ping(self) -> None:
+        """Raise SandboxError("unavailable") when the engine does not answer."""
+
+    def image_present(self, image: str) -> bool:
+        """True when ``image`` is available locally."""
+
+    def import_image(self, tar: bytes, repository: str, tag: str) -> None:
+        """Import a root filesystem tarball as ``repository:tag``."""
+
+    def pull(self, image: str) -> None:
+        """Pull ``image`` (only with --pull)."""
+
+    def create(self, spec: ContainerSpec, policy: SandboxPolicy) -> str:
+        """Create a stopped container; return its id."""
+
+    def start(self, cid: str) -> None:
+        """Start a created container."""
+
+    def wait(self, cid: str, timeout_s: float) -> int | None:
+        """Exit code, or None if still running after ``timeout_s``."""
+
+    def oom_killed(self, cid: str) -> bool:
+        """True when the engine records the container as OOM-killed."""
+
+    def kill(self, cid: str) -> None:
+        """SIGKILL the container (no error when it already stopped)."""
+
+    def remove(self, cid: str) -> None:
+        """Remove the container, forcibly (no error when it is gone)."""
+
+    def list_labeled(self, label: str, value: str) -> list[str]:
+        """Ids of every container, running or not, with ``label=value``."""
+
+
+def run_container(
+    runtime: ContainerRuntime,
+    spec: ContainerSpec,
+    policy: SandboxPolicy,
+    *,
+    clock_bound_s: float,
+    cancel: threading.Event,
+) -> ContainerExit:
+    """Create, start, wait (bounded by the clock), kill on bound or cancel; always remove."""
+    t0 = time.monotonic()
+    cid = runtime.create(spec, policy)
+    try:
+        runtime.start(cid)
+        t1 = time.monotonic()
+        deadline = t1 + clock_bound_s
+        code: int | None = None
+        timed_out = False
+        while True:
+            if cancel.is_set():
+                runtime.kill(cid)
+                raise SandboxError("internal", "cancelled by the client or a shutdown")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                runtime.kill(cid)
+                break
+            code = runtime.wait(cid, min(left, _WAIT_SLICE_S))
+            if code is not None:
+                break
+        t2 = time.monotonic()
+        oom = False if timed_out else runtime.oom_killed(cid)
+        return ContainerExit(
+            exit_code=code,
+            oom_killed=oom,
+            timed_out=timed_out,
+            start_ms=int((t1 - t0) * 1000),
+            run_ms=int((t2 - t1) * 1000),
+        )
+    finally:
+        try:
+            runtime.remove(cid)
+        except SandboxError as exc:
+            log.warning(
+                "container not removed; the start-up sweep will", cid=cid[:12], error=str(exc)
+            )
+
+
+class DockerRuntime:
+    """ContainerRuntime over the docker SDK's low-level API (``DOCKER_HOST`` or the default)."""
+
+    def __init__(self, base_url: str | None = None, timeout: float = 60.0) -> None:
+        import docker  # noqa: PLC0415 - imported here so unit tests never need an engine
+
+        try:
+            if base_url is None:
+                self._api: Any = docker.from_env(timeout=int(timeout)).api
+            else:
+                self._api = docker.APIClient(base_url=base_url, timeout=int(timeout))
+        except docker.errors.DockerException as exc:
+            raise SandboxError("unavailable", f"docker engine: {exc}") from exc
+        self._docker = docker
+
+    def _convert(self, exc: Exception, what: str, *, start: bool = False) -> SandboxError:
+        import requests  # noqa: PLC0415
+
+        errors = self._docker.errors
+        if isinstance(exc, errors.ImageNotFound):
+            return SandboxError("image_missing", f"{what}: {exc.explanation or exc}")
+        if isinstance(
+            exc, requests.exceptions.ConnectionError | errors.DockerException
+        ) and not isinstance(exc, errors.APIError):
+            return SandboxError("unavailable", f"{what}: docker engine unreachable: {exc}")
+        if isinstance(exc, errors.APIError):
+            kind = "sandbox_start_failed" if start else "internal"
+            return SandboxError(kind, f"{what}: {exc.explanation or exc}")
+        return SandboxError("internal", f"{what}: {type(exc).__name__}: {exc}")
+
+    def ping(self) -> None:
+        try:
+            self._api.ping()
+        except Exception as exc:
+            raise SandboxError("unavailable", f"docker engine unreachable: {exc}") from exc
+
+    def image_present(self, image: str) -> bool:
+        try:
+            self._api.inspect_image(image)
+        except self._docker.errors.ImageNotFound:
+            return False
+        except Exception as exc:
+            raise self._convert(exc, f"inspect image {image}") from exc
+        return True
+
+    def import_image(self, tar: bytes, repository: str, tag: str) -> None:
+        try:
+            self._api.import_image_from_data(tar, repository=repository, tag=tag)
+        except Exception as exc:
+            raise self._convert(exc, "import image") from exc
+
+    def pull(self, image: str) -> None:
+        try:
+            self._api.pull(image)
+        except Exception as exc:
+            raise self._convert(exc, f"pull {image}") from exc
+
+    def create(self, spec: ContainerSpec, policy: SandboxPolicy) -> str:
+        types = self._docker.types
+        host_config = self._api.create_host_config(
+            mounts=[
+                types.Mount(m.target, m.source, type="bind", read_only=m.read_only)
+                for m in spec.mounts
+            ],
+            network_mode=policy.network_mode,
+            read_only=policy.read_only_rootfs,
+            tmpfs={"/tmp": policy.tmpfs_options},  # noqa: S108 - the sandbox's own /tmp
+            cap_drop=list(policy.cap_drop),
+            security_opt=list(policy.security_opt),
+            pids_limit=policy.pids_limit,
+            mem_limit=policy.memory_bytes,
+            memswap_limit=policy.memswap_bytes,
+            nano_cpus=policy.nano_cpus,
+            runtime=policy.runtime,
+            ipc_mode="private",
+        )
+        try:
+            created = self._api.create_container(
+                policy.image,
+                command=list(spec.argv),
+                user=policy.user,
+                environment=dict(spec.env),
+                working_dir=spec.workdir,
+                labels=dict(spec.labels),
+                host_config=host_config,
+                network_disabled=True,
+            )
+        except Exception as exc:
+            raise self._convert(exc, "create container", start=True) from exc
+        return str(created["Id"])
+
+    def start(self, cid: str) -> None:
+        try:
+            self._api.start(cid)
+        except Exception as exc:
+            raise self._convert(exc, "start container", start=True) from exc
+
+    def wait(self, cid: str, timeout_s: float) -> int | None:
+        import requests  # noqa: PLC0415
+
+        try:
+            result = self._api.wait(cid, timeout=max(1, int(timeout_s + 0.999)))
+        except requests.exceptions.ReadTimeout:
+            return None
+        except requests.exceptions.ConnectionError as exc:
+            if "timed out" in str(exc).lower():
+                self.ping()  # a read timeout on the unix socket, unless the engine is gone
+                return None
+            raise self._convert(exc, "wait") from exc
+        except Exception as exc:
+            raise self._convert(exc, "wait") from exc
+        return int(result.get("StatusCode", -1))
+
+    def oom_killed(self, cid: str) -> bool:
+        try:
+            state = self._api.inspect_container(cid)["State"]
+        except Exception as exc:
+            raise self._convert(exc, "inspect container") from exc
+        return bool(state.get("OOMKilled"))
+
+    def kill(self, cid: str) -> None:
+        try:
+            self._api.kill(cid)
+        except self._docker.errors.APIError:
+            pass  # already stopped
+        except Exception as exc:
+            raise self._convert(exc, "kill container") from exc
+
+    def remove(self, cid: str) -> None:
+        try:
+            self._api.remove_container(cid, force=True, v=True)
+        except self._docker.errors.NotFound:
+            pass
+        except Exception as exc:
+            raise self._convert(exc, "remove container") from exc
+
+    def list_labeled(self, label: str, value: str) -> list[str]:
+        try:
+            found = self._api.containers(all=True, filters={"label": f"{label}={value}"})
+        except Exception as exc:
+            raise self._convert(exc, "list containers") from exc
+        return [str(c["Id"]) for c in found]
+
+
+def sweep(runtime: ContainerRuntime, label: str, value: str) -> int:
+    """Remove leftover containers carrying ``label=value`` (start-up hygiene); return how many."""
+    removed = 0
+    for cid in runtime.list_labeled(label, value):
+        runtime.remove(cid)
+        removed += 1
+    return removed

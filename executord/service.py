@@ -1,0 +1,228 @@
+"""gRPC adapter of the executor: proto ↔ domain, and one interceptor mapping errors to statuses.
+
+The logic lives in ``executord.runs`` and ``executord.blobstore`` and imports nothing from grpc.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+import structlog
+
+from executord.blobstore import BlobStore, Chunk
+from executord.errors import ExecutorError
+from executord.runs import ExecuteInput, Executor, Progress, PropertyRun, TreeItem
+from patchgate.envelope import Envelope
+from patchgate.keys import Keyring
+from patchgate.v1 import executor_pb2, executor_pb2_grpc, signer_pb2
+
+__all__ = ["VERSION", "ErrorInterceptor", "ExecutorService"]
+
+log = structlog.get_logger("executord.service")
+VERSION = "0.1.0"
+_DONE = object()
+
+
+class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
+    """Maps an ExecutorError to its gRPC status (the one place that does); else INTERNAL."""
+
+    def intercept_service(
+        self, continuation: Callable[[Any], Any], handler_call_details: Any
+    ) -> Any:
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(
+                _wrap_unary(handler.unary_unary, method),
+                handler.request_deserializer,
+                handler.response_serializer,
+            )
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(
+                _wrap_unary(handler.stream_unary, method),
+                handler.request_deserializer,
+                handler.response_serializer,
+            )
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(
+                _wrap_stream(handler.unary_stream, method),
+                handler.request_deserializer,
+                handler.response_serializer,
+            )
+        return handler
+
+
+def _abort(context: grpc.ServicerContext, exc: Exception, method: str) -> None:
+    if isinstance(exc, ExecutorError):
+        log.info("refused", method=method, status=exc.status, reason=str(exc))
+        context.abort(grpc.StatusCode[exc.status], str(exc))
+    log.exception("internal error", method=method)
+    context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}")
+
+
+def _wrap_unary(fn: Callable[[Any, grpc.ServicerContext], Any], method: str) -> Callable[..., Any]:
+    def call(request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return fn(request, context)
+        except ExecutorError as exc:
+            _abort(context, exc, method)
+        except Exception as exc:
+            if isinstance(exc, grpc.RpcError) or type(exc).__name__ == "_AbortError":
+                raise
+            _abort(context, exc, method)
+        return None
+
+    return call
+
+
+def _wrap_stream(fn: Callable[[Any, grpc.ServicerContext], Any], method: str) -> Callable[..., Any]:
+    def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            yield from fn(request, context)
+        except ExecutorError as exc:
+            _abort(context, exc, method)
+        except Exception as exc:
+            if isinstance(exc, grpc.RpcError) or type(exc).__name__ == "_AbortError":
+                raise
+            _abort(context, exc, method)
+
+    return call
+
+
+class ExecutorService(executor_pb2_grpc.ExecutorServicer):
+    """The Executor service of executor.proto."""
+
+    def __init__(self, executor: Executor, store: BlobStore, operator_keyring: Keyring) -> None:
+        self._executor = executor
+        self._store = store
+        self._keyring = operator_keyring
+        self._shutdown = threading.Event()
+
+    def shutdown(self) -> None:
+        """Cancel every running execution (SIGTERM): their containers are killed and removed."""
+        self._shutdown.set()
+
+    def FindMissingBlobs(
+        self, request: executor_pb2.FindMissingBlobsRequest, context: grpc.ServicerContext
+    ) -> executor_pb2.FindMissingBlobsResponse:
+        for d in request.digests:
+            self._store.path(d)  # InvalidArgument on a malformed digest
+        return executor_pb2.FindMissingBlobsResponse(missing=self._store.missing(request.digests))
+
+    def UploadBlobs(
+        self, request_iterator: Iterator[executor_pb2.BlobChunk], context: grpc.ServicerContext
+    ) -> executor_pb2.UploadBlobsResponse:
+        chunks = (Chunk(c.digest, c.size, c.offset, bytes(c.data)) for c in request_iterator)
+        stats = self._store.ingest(chunks)
+        return executor_pb2.UploadBlobsResponse(
+            blobs_stored=stats.blobs_stored, bytes_stored=stats.bytes_stored
+        )
+
+    def GetInfo(
+        self, request: executor_pb2.GetInfoRequest, context: grpc.ServicerContext
+    ) -> executor_pb2.ExecutorInfo:
+        ring = signer_pb2.Keyring(
+            keys=[
+                signer_pb2.KeyringEntry(
+                    keyid=e.keyid, role=e.role, public_key_pem=k["public_key_pem"]
+                )
+                for e in self._keyring
+                for k in [e.to_json()]
+            ]
+        )
+        ex = self._executor
+        return executor_pb2.ExecutorInfo(
+            executor_keyid=ex.keyid,
+            public_key_pem=ex.public_key_pem,
+            image=ex.policy.image,
+            runtime=ex.policy.runtime,
+            max_parallel=ex.max_parallel,
+            version=VERSION,
+            operator_keyring=ring,
+        )
+
+    def Execute(
+        self, request: executor_pb2.ExecuteRequest, context: grpc.ServicerContext
+    ) -> Iterator[executor_pb2.ExecuteEvent]:
+        inp = _to_input(request)
+        structlog.contextvars.bind_contextvars(request_id=inp.request_id)
+        try:
+            prepared = self._executor.prepare(inp)  # refusals raise here: nothing started
+            events: queue.Queue[Any] = queue.Queue()
+            cancel = threading.Event()
+            context.add_callback(cancel.set)
+            stop_watch = threading.Event()
+            threading.Thread(
+                target=_watch_shutdown, args=(self._shutdown, cancel, stop_watch), daemon=True
+            ).start()
+
+            def work() -> None:
+                try:
+                    events.put(self._executor.run(prepared, events.put, cancel))
+                except BaseException as exc:
+                    events.put(exc)
+                finally:
+                    events.put(_DONE)
+                    stop_watch.set()
+                    self._executor.cleanup(prepared)
+
+            threading.Thread(
+                target=work, name=f"execute-{inp.request_id[:12]}", daemon=True
+            ).start()
+            yield from _drain(events)
+        finally:
+            structlog.contextvars.unbind_contextvars("request_id")
+
+
+def _watch_shutdown(
+    shutdown: threading.Event, cancel: threading.Event, stop: threading.Event
+) -> None:
+    while not stop.is_set():
+        if shutdown.wait(0.5):
+            cancel.set()
+            return
+
+
+def _drain(events: queue.Queue[Any]) -> Iterator[executor_pb2.ExecuteEvent]:
+    while (item := events.get()) is not _DONE:
+        if isinstance(item, Progress):
+            yield executor_pb2.ExecuteEvent(
+                progress=executor_pb2.Progress(
+                    property_id=item.property_id,
+                    run_index=item.run_index,
+                    phase=item.phase,
+                    message=item.message,
+                )
+            )
+        elif isinstance(item, BaseException):
+            raise item
+        else:
+            report, envelope = item
+            yield executor_pb2.ExecuteEvent(
+                result=executor_pb2.ExecuteResult(
+                    report=report, result_envelope=envelope.to_proto()
+                )
+            )
+
+
+def _to_input(request: executor_pb2.ExecuteRequest) -> ExecuteInput:
+    return ExecuteInput(
+        request_id=request.request_id or uuid.uuid4().hex,
+        envelope=Envelope.from_proto(request.fixture_envelope),
+        workspace=tuple(
+            TreeItem(path=e.path, digest=e.digest, size=e.size, executable=e.executable)
+            for e in request.workspace
+        ),
+        fixture_root=request.fixture_root or "fixtures",
+        properties=tuple(
+            PropertyRun(id=p.id, command=tuple(p.command)) for p in request.properties
+        ),
+        runs=request.runs or 2,
+    )

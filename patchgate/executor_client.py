@@ -1,0 +1,317 @@
+"""Client of ``patchgate-executord``: upload by content, Execute, verify the signed result.
+
+Refusals (FAILED_PRECONDITION, INVALID_ARGUMENT, PERMISSION_DENIED, UNAUTHENTICATED) raise
+RefusedError: nothing ran. Every other failure (UNAVAILABLE, DEADLINE_EXCEEDED, a stream that ends
+without a result, a result that does not verify) is *returned* as an ExecutionResult whose
+``transport`` holds one record per (property, run) not reported — never raised, never a fail.
+
+The result envelope is verified with the executor role against ``executor_keyring`` when given,
+else against the public key GetInfo of the same executor reports (trust on first use: it proves the
+report came from the process that answered GetInfo, not that this process is one you trust).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import grpc
+from google.protobuf import json_format
+
+from patchgate.addr import parse_address
+from patchgate.digest import FileEntry, hash_files
+from patchgate.envelope import Envelope, parse_fixture_statement
+from patchgate.errors import EnvelopeError, RefusedError, TransportError
+from patchgate.keys import KeyEntry, Keyring, keyid_of, load_public_pem
+from patchgate.pins import PropertyPin
+from patchgate.report import verify_result
+from patchgate.results import RunOutcome, TransportRecord
+from patchgate.v1 import common_pb2, executor_pb2, executor_pb2_grpc
+
+if TYPE_CHECKING:
+    from patchgate.tls import ClientTLS
+
+__all__ = ["ExecutionResult", "ExecutorClient", "workspace_files"]
+
+_CHUNK = 1 << 20
+_REFUSALS = {
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.UNAUTHENTICATED,
+}
+_KINDS = {
+    grpc.StatusCode.UNAVAILABLE: "unavailable",
+    grpc.StatusCode.DEADLINE_EXCEEDED: "deadline",
+    grpc.StatusCode.RESOURCE_EXHAUSTED: "resource_exhausted",
+    grpc.StatusCode.CANCELLED: "unavailable",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutionResult:
+    """What one Execute produced: outcomes and transport records, kept apart."""
+
+    address: str
+    lane: str
+    executor_keyid: str
+    observed_fixture_digest: str
+    outcomes: tuple[RunOutcome, ...]
+    transport: tuple[TransportRecord, ...]
+    timings: dict[str, int]
+    sandbox: dict[str, Any]
+    envelope: Envelope | None
+    uploaded_bytes: int
+
+
+def workspace_files(workspace: Path, fixture_root: str) -> dict[str, Path]:
+    """Every regular file under ``workspace`` but ``.git/`` and the fixture root; no symlinks."""
+    out: dict[str, Path] = {}
+    root = Path(workspace)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = sorted(d for d in dirnames if f"{rel_dir}{d}" not in (".git", fixture_root))
+        for name in filenames:
+            full = Path(dirpath) / name
+            if stat.S_ISREG(os.lstat(full).st_mode):
+                out[f"{rel_dir}{name}"] = full
+    return out
+
+
+def _rpc_error(exc: grpc.RpcError) -> Exception:
+    code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+    details = (exc.details() if isinstance(exc, grpc.Call) else "") or str(code)
+    if code in _REFUSALS:
+        return RefusedError(code.name, details)
+    return TransportError(_KINDS.get(code, "internal"), f"{code.name}: {details}")
+
+
+class ExecutorClient:
+    """One executor address (``dns:///`` targets are spread with round-robin)."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        tls: ClientTLS | None = None,
+        timeout: float = 900.0,
+        lane: str = "local",
+        executor_keyring: Keyring | None = None,
+    ) -> None:
+        self.address = address
+        self.lane = lane
+        self.timeout = timeout
+        self._keyring = executor_keyring
+        target = parse_address(address).grpc_target
+        options: list[tuple[str, Any]] = [
+            ("grpc.max_receive_message_length", 16 << 20),
+            ("grpc.max_send_message_length", 16 << 20),
+        ]
+        if address.startswith("dns:"):
+            options.append(("grpc.lb_policy_name", "round_robin"))
+        if tls is None:
+            self._channel = grpc.insecure_channel(target, options=options)
+        else:
+            options += tls.channel_options()
+            self._channel = grpc.secure_channel(target, tls.channel_credentials(), options=options)
+        self._stub = executor_pb2_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def __enter__(self) -> ExecutorClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def info(self) -> executor_pb2.ExecutorInfo:
+        """GetInfo; TransportError (or RefusedError) on failure."""
+        try:
+            reply: executor_pb2.ExecutorInfo = self._stub.GetInfo(
+                executor_pb2.GetInfoRequest(), timeout=min(self.timeout, 30.0)
+            )
+        except grpc.RpcError as exc:
+            raise _rpc_error(exc) from None
+        return reply
+
+    def _result_keyring(self) -> Keyring:
+        if self._keyring is None:
+            info = self.info()
+            key = load_public_pem(info.public_key_pem)
+            if keyid_of(key) != info.executor_keyid:
+                raise TransportError("internal", "GetInfo key id does not match its public key")
+            self._keyring = Keyring(
+                [KeyEntry(keyid=info.executor_keyid, role="executor", public_key=key)]
+            )
+        return self._keyring
+
+    def upload(self, blobs: dict[str, Path]) -> int:
+        """Upload the blobs (digest → file) the executor lacks; return the bytes sent."""
+        try:
+            missing = self._stub.FindMissingBlobs(
+                executor_pb2.FindMissingBlobsRequest(digests=sorted(blobs)), timeout=self.timeout
+            ).missing
+            if not missing:
+                return 0
+            sizes = {d: blobs[d].stat().st_size for d in missing}
+            self._stub.UploadBlobs(_chunks(blobs, list(missing)), timeout=self.timeout)
+        except grpc.RpcError as exc:
+            raise _rpc_error(exc) from None
+        return sum(sizes.values())
+
+    def execute(
+        self,
+        *,
+        fixture_envelope: Envelope,
+        workspace: Path,
+        fixture_root: str,
+        properties: Sequence[PropertyPin],
+        runs: int = 2,
+        on_progress: Callable[[str], None] | None = None,
+        request_id: str | None = None,
+    ) -> ExecutionResult:
+        """Upload what is missing, run the suite, verify the signed result."""
+        request_id = request_id or uuid.uuid4().hex
+        pairs = [(p.id, r) for p in properties for r in range(1, runs + 1)]
+        try:
+            manifest, signed_digest, _ = parse_fixture_statement(fixture_envelope.payload)
+        except EnvelopeError as exc:
+            raise RefusedError("INVALID_ARGUMENT", f"fixture envelope: {exc}") from None
+        files = workspace_files(Path(workspace), fixture_root)
+        entries = hash_files(files)
+        blobs = {e.sha256: files[p] for p, e in entries.items()}
+        for path, fe in manifest.files.items():
+            blobs[fe.sha256] = Path(workspace) / path
+        request = executor_pb2.ExecuteRequest(
+            request_id=request_id,
+            fixture_envelope=fixture_envelope.to_proto(),
+            workspace=[_tree_entry(p, e, files[p]) for p, e in sorted(entries.items())],
+            fixture_root=fixture_root,
+            properties=[
+                common_pb2.PropertySpec(id=p.id, claim=p.claim, command=list(p.command))
+                for p in properties
+            ],
+            runs=runs,
+        )
+        t0 = time.monotonic()
+        uploaded = 0
+        try:
+            keyring = self._result_keyring()
+            uploaded = self.upload(blobs)
+            upload_ms = int((time.monotonic() - t0) * 1000)
+            result = self._stream(request, on_progress)
+        except TransportError as exc:
+            return self._failed(pairs, exc.kind, exc.detail, uploaded)
+        return self._verify(result, keyring, signed_digest, pairs, uploaded, upload_ms)
+
+    def _stream(
+        self, request: executor_pb2.ExecuteRequest, on_progress: Callable[[str], None] | None
+    ) -> executor_pb2.ExecuteResult:
+        try:
+            for event in self._stub.Execute(request, timeout=self.timeout):
+                if event.HasField("result"):
+                    reply: executor_pb2.ExecuteResult = event.result
+                    return reply
+                if on_progress is not None:
+                    p = event.progress
+                    on_progress(
+                        f"{p.property_id or '-'}#{p.run_index} {p.phase} {p.message}".rstrip()
+                    )
+        except grpc.RpcError as exc:
+            raise _rpc_error(exc) from None
+        raise TransportError("empty_response", "the stream ended without a result")
+
+    def _verify(  # noqa: PLR0917 - private helper, called once
+        self,
+        result: executor_pb2.ExecuteResult,
+        keyring: Keyring,
+        signed_digest: str,
+        pairs: list[tuple[str, int]],
+        uploaded: int,
+        upload_ms: int,
+    ) -> ExecutionResult:
+        report = result.report
+        envelope = Envelope.from_proto(result.result_envelope)
+        try:
+            verified = verify_result(envelope, keyring)
+        except EnvelopeError as exc:
+            return self._failed(pairs, "internal", f"result envelope refused: {exc}", uploaded)
+        if verified.report != report or verified.keyid != report.executor_keyid:
+            return self._failed(pairs, "internal", "signed report differs", uploaded)
+        if report.observed_fixture_digest != signed_digest:
+            return self._failed(pairs, "internal", "observed another digest", uploaded)
+        extra = {"lane": self.lane, "address": self.address}
+        timings = json_format.MessageToDict(
+            report.timings,
+            preserving_proto_field_name=True,
+            always_print_fields_with_no_presence=True,
+        )
+        return ExecutionResult(
+            address=self.address,
+            lane=self.lane,
+            executor_keyid=verified.keyid,
+            observed_fixture_digest=report.observed_fixture_digest,
+            outcomes=tuple(RunOutcome.from_proto(o) for o in report.outcomes),
+            transport=tuple(TransportRecord.from_proto(t, **extra) for t in report.transport),
+            timings={**{k: int(v) for k, v in timings.items()}, "client_upload_ms": upload_ms},
+            sandbox=json_format.MessageToDict(report.sandbox, preserving_proto_field_name=True),
+            envelope=envelope,
+            uploaded_bytes=uploaded,
+        )
+
+    def _failed(
+        self, pairs: list[tuple[str, int]], kind: str, detail: str, uploaded: int
+    ) -> ExecutionResult:
+        return ExecutionResult(
+            address=self.address,
+            lane=self.lane,
+            executor_keyid="",
+            observed_fixture_digest="",
+            outcomes=(),
+            transport=tuple(
+                TransportRecord(
+                    kind=kind,
+                    detail=detail,
+                    property_id=pid,
+                    run_index=r,
+                    lane=self.lane,
+                    address=self.address,
+                )
+                for pid, r in pairs
+            ),
+            timings={},
+            sandbox={},
+            envelope=None,
+            uploaded_bytes=uploaded,
+        )
+
+
+def _tree_entry(path: str, entry: FileEntry, full: Path) -> executor_pb2.TreeEntry:
+    return executor_pb2.TreeEntry(
+        path=path, digest=entry.sha256, size=entry.size, executable=os.access(full, os.X_OK)
+    )
+
+
+def _chunks(blobs: dict[str, Path], digests: list[str]) -> Iterator[executor_pb2.BlobChunk]:
+    for d in digests:
+        path = blobs[d]
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            offset = 0
+            while True:
+                data = fh.read(_CHUNK)
+                if not data and offset > 0:
+                    break
+                yield executor_pb2.BlobChunk(digest=d, size=size, offset=offset, data=data)
+                offset += len(data)
+                if offset >= size:
+                    break
