@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, Protocol
 
 import structlog
 
 from patchgate.envelope import Envelope
-from signerd.audit import AuditLog
 from signerd.canonical import LIMITS, Limits, RawManifest, validate
 from signerd.errors import (
     AuditError,
@@ -25,11 +25,19 @@ from signerd.errors import (
 )
 from signerd.keystore import KeyStore, PublishedKey
 
-__all__ = ["ALLOWED_ROLES", "Caller", "SignResult", "SignerCore"]
+__all__ = ["ALLOWED_ROLES", "AuditSink", "Caller", "SignResult", "SignerCore"]
 
 ALLOWED_ROLES = frozenset({"client"})
 
 log = structlog.get_logger("signerd")
+
+
+class AuditSink(Protocol):
+    """Where decisions are recorded (``signerd.audit.AuditLog``): durable before it returns."""
+
+    def append(self, fields: dict[str, Any]) -> str:
+        """Record one decision; raise ``AuditError`` if it cannot be made durable."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class SignerCore:
     def __init__(
         self,
         keys: KeyStore,
-        audit: AuditLog,
+        audit: AuditSink,
         *,
         limits: Limits = LIMITS,
         clock: Callable[[], str] = _now,
