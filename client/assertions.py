@@ -357,7 +357,9 @@ def _judge_test(test: ast.expr, tainted: set[str]) -> Iterator[str]:
 def _judge_pair(left: ast.expr, op: ast.cmpop, right: ast.expr, tainted: set[str]) -> str:
     if _is_constant(left) and _is_constant(right):
         return "tautology"
-    if _pure(left) and (_same(left, right) or _is_copy_of(right, left) or _is_copy_of(left, right)):
+    if _pure(left) and (_same(left, right) or _is_copy_of(right, left)):
+        return "tautology"
+    if _pure(right) and _is_copy_of(left, right):
         return "tautology"
     if isinstance(op, _EQ_OPS) and (_is_fixture(left, tainted) or _is_fixture(right, tainted)):
         return "fixture_eq"
