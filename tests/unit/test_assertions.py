@@ -123,6 +123,16 @@ def test_unsafe_node_path_is_opaque(tmp_path: Path) -> None:
     assert report.assertion_class == "opaque"
 
 
+def test_symlink_leaving_the_repo_is_opaque(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("def test_a():\n    assert f() > 0\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "t.py").symlink_to(outside)
+    report = classify_property(repo, "p", ["t.py::test_a"])
+    assert (report.assertion_class, report.detail) == ("opaque", "the test file leaves the repo.")
+
+
 def test_parametrized_node_id_finds_the_function(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text("def test_a(x):\n    assert f(x) > 0\n")
     report = classify_property(tmp_path, "p", ["t.py::test_a[1-2]"])
