@@ -27,6 +27,7 @@ _COMMANDS: tuple[str, ...] = (
     "client.cmd_digest",
     "client.cmd_dualpin",
     "client.cmd_flake",
+    "client.cmd_check",
 )
 
 _DESCRIPTION = """\

@@ -1,0 +1,193 @@
+"""``patchgate check``: the whole gate on one patch (DESIGN §6-§8).
+
+Flags win over ``[check]`` of a ``patchgate.toml`` in the current directory, which wins over the
+defaults. Exit codes: 0 admitted, 1 rejected, 2 refused to score (fixture digest), 3 fixture drift,
+4 transport failure (nothing scored), 64 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from client.cmdutil import parse_clock, print_json
+from client.gate import CheckSettings, run_check
+from client.receipt import render_summary
+from patchgate.errors import UsageError
+from patchgate.pins import GitSource, load_config
+from patchgate.tls import ClientTLS
+
+__all__ = ["load_defaults", "register", "run", "settings_from_args"]
+
+CONFIG_FILE = "patchgate.toml"
+_KNOWN = {
+    "signer", "executor", "remote_executor", "operator_keyring", "executor_keyring", "out",
+    "signer_tls_ca", "signer_tls_cert", "signer_tls_key",
+    "executor_tls_ca", "executor_tls_cert", "executor_tls_key",
+    "remote_tls_ca", "remote_tls_cert", "remote_tls_key",
+}  # fmt: skip
+
+_DESCRIPTION = """\
+Run the gate on one patch: provenance -> changed symbols -> oracle and pins -> fixture digest ->
+operator signature -> admission matrix -> every suite property twice on the executors -> ledgers ->
+per-symbol credit -> receipt. Ledgers and receipt.json go to --out; a refused step writes no file;
+receipt.json is written for every verdict. A summary table goes to stdout (--json: the receipt),
+progress to stderr.
+
+Defaults for --signer, --executor, --remote-executor, --operator-keyring, --executor-keyring, --out
+and the TLS files may be set in the [check] table of ./patchgate.toml; flags win.
+"""
+
+_EPILOG = """\
+exit codes: 0 admitted · 1 rejected · 2 refused to score (fixture digest) · 3 fixture drift ·
+            4 transport/infrastructure failure, nothing scored · 64 usage
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``check`` command."""
+    p = subparsers.add_parser(
+        "check",
+        help="gate one patch: admission, two runs, credit, receipt",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+    )
+    p.add_argument("--repo", required=True, type=Path, metavar="DIR", help="target git repository")
+    p.add_argument(
+        "--base", required=True, metavar="REV", help="base revision the patch applies to"
+    )
+    p.add_argument("--patch", required=True, type=Path, metavar="FILE", help="unified diff")
+    p.add_argument("--draft-id", metavar="ID", help="the draft's id (provenance)")
+    p.add_argument("--drafter", metavar="{human,model_lane}", help="who drafted it (provenance)")
+    p.add_argument("--signer", metavar="ADDR", help="signer daemon (unix:/path or host:port)")
+    p.add_argument(
+        "--executor",
+        action="append",
+        metavar="ADDR",
+        help="local-lane executor; repeat to spread properties across several",
+    )
+    p.add_argument("--remote-executor", metavar="ADDR", help="remote lane: confirms, never credits")
+    p.add_argument(
+        "--second-pin",
+        type=Path,
+        metavar="FILE",
+        help="a second fixture pin: run again on it and write drift.json",
+    )
+    p.add_argument("--clock", metavar="ISO8601", help="review clock (default: now, UTC)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="ledger directory (default ledgers/)")
+    p.add_argument("--json", action="store_true", help="print receipt.json instead of the table")
+    p.add_argument(
+        "--operator-keyring",
+        type=Path,
+        metavar="FILE",
+        help="operator public keyring; without it the signer's GetKeyring is trusted "
+        "on first use and admission.json says so",
+    )
+    p.add_argument(
+        "--executor-keyring",
+        type=Path,
+        metavar="FILE",
+        help="executor public keyring for result envelopes (default: the key each "
+        "executor reports, trust on first use)",
+    )
+    for who in ("signer", "executor", "remote"):
+        for part in ("ca", "cert", "key"):
+            p.add_argument(
+                f"--{who}-tls-{part}",
+                type=Path,
+                metavar="FILE",
+                help=f"mTLS {part} for the {who} connection",
+            )
+    p.set_defaults(func=run)
+
+
+def load_defaults(path: Path = Path(CONFIG_FILE)) -> dict[str, Any]:
+    """The ``[check]`` table of ``patchgate.toml`` (empty if the file is absent)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        table = tomllib.loads(raw.decode("utf-8")).get("check", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: [check] must be a table")
+    unknown = sorted(set(table) - _KNOWN)
+    if unknown:
+        raise UsageError(f"{path}: [check]: unknown settings {', '.join(unknown)}")
+    return table
+
+
+def _tls(args: argparse.Namespace, conf: dict[str, Any], who: str) -> ClientTLS | None:
+    parts = {}
+    for part in ("ca", "cert", "key"):
+        val = getattr(args, f"{who}_tls_{part}") or conf.get(f"{who}_tls_{part}")
+        parts[part] = Path(val) if val else None
+    given = [k for k, v in parts.items() if v is not None]
+    if not given:
+        return None
+    if len(given) != 3:
+        raise UsageError(f"--{who}-tls-ca, --{who}-tls-cert and --{who}-tls-key go together")
+    return ClientTLS(ca_cert=parts["ca"], cert=parts["cert"], key=parts["key"])  # type: ignore[arg-type]
+
+
+def _path(flag: Path | None, conf: dict[str, Any], key: str) -> Path | None:
+    val = flag if flag is not None else conf.get(key)
+    return Path(val) if val else None
+
+
+def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckSettings:
+    """Flags > patchgate.toml [check] > defaults, validated once."""
+    signer = args.signer or conf.get("signer")
+    executors = args.executor or conf.get("executor") or []
+    if isinstance(executors, str):
+        executors = [executors]
+    if not signer:
+        raise UsageError("--signer is required (or [check] signer in patchgate.toml)")
+    if not executors:
+        raise UsageError("--executor is required (or [check] executor in patchgate.toml)")
+    repo = Path(args.repo)
+    if not (repo / ".git").exists() and not repo.is_dir():
+        raise UsageError(f"--repo {repo}: not a directory")
+    out = _path(args.out, conf, "out") or Path("ledgers")
+    config = load_config(GitSource(repo, args.base))
+    pins_dir = (repo / config.pins_dir).resolve()
+    if out.resolve() == pins_dir or out.resolve().is_relative_to(pins_dir):
+        raise UsageError(f"--out {out}: inside the pins directory; patchgate never writes there")
+    return CheckSettings(
+        repo=repo,
+        base=args.base,
+        patch=args.patch,
+        draft_id=args.draft_id,
+        drafter=args.drafter,
+        signer=str(signer),
+        executors=tuple(str(e) for e in executors),
+        remote_executor=args.remote_executor or conf.get("remote_executor"),
+        second_pin=args.second_pin,
+        clock=parse_clock(args.clock) if args.clock else None,
+        out=out,
+        signer_tls=_tls(args, conf, "signer"),
+        executor_tls=_tls(args, conf, "executor"),
+        remote_tls=_tls(args, conf, "remote"),
+        operator_keyring=_path(args.operator_keyring, conf, "operator_keyring"),
+        executor_keyring=_path(args.executor_keyring, conf, "executor_keyring"),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the gate; print the summary (or the receipt); return the verdict's exit code."""
+    settings = settings_from_args(args, load_defaults())
+    result = run_check(settings)
+    if args.json:
+        print_json(result.receipt.to_json())
+    else:
+        sys.stdout.write(
+            render_summary(result.receipt, result.rows, result.reasons, str(settings.out))
+        )
+    return result.verdict.exit_code

@@ -1,0 +1,289 @@
+"""The pipeline of ``patchgate check`` (DESIGN §6): provenance -> changed symbols -> oracle and pins
+-> fixture digest -> signature -> admission -> two runs -> ledgers -> credit -> receipt.
+
+Each step writes its own file only when it completed; a refused step writes no file. A later step
+never heals an earlier failure: the verdict is the first failing row of the merge table
+(:mod:`client.posture`). ``receipt.json`` is written for every verdict, refusals included.
+All configuration arrives in one frozen :class:`CheckSettings` built by the command.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from client import steps
+from client.admission import decide
+from client.credit import CreditRow, observe_flakes, rejection_codes, score
+from client.execution import LaneResult
+from client.posture import Facts, Verdict, merge
+from client.provenance import ProvenanceError, build_provenance, format_clock
+from client.receipt import build_receipt
+from client.stability import assess_all
+from client.workspace import PatchApplyError, Workspace, base_pins, materialize
+from patchgate.envelope import Envelope
+from patchgate.keys import Keyring
+from patchgate.ledgers import FILE_NAMES, Receipt
+from patchgate.pins import PinSet, PropertyPin
+from patchgate.tls import ClientTLS
+
+__all__ = ["CheckResult", "CheckSettings", "run_check"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckSettings:
+    """Everything one check needs, fixed at the entry point (flags > patchgate.toml > defaults)."""
+
+    repo: Path
+    base: str
+    patch: Path
+    draft_id: str | None
+    drafter: str | None
+    signer: str
+    executors: tuple[str, ...]
+    remote_executor: str | None = None
+    second_pin: Path | None = None
+    clock: dt.datetime | None = None
+    out: Path = Path("ledgers")
+    signer_tls: ClientTLS | None = None
+    executor_tls: ClientTLS | None = None
+    remote_tls: ClientTLS | None = None
+    operator_keyring: Path | None = None
+    executor_keyring: Path | None = None
+    runs: int = 2
+
+
+@dataclass(kw_only=True)
+class CheckResult:
+    """The receipt, the exit code and what the summary shows."""
+
+    receipt: Receipt
+    verdict: Verdict
+    rows: tuple[CreditRow, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(kw_only=True)
+class _State:
+    """What the steps found so far (mutable inside one check only)."""
+
+    review_clock: str
+    patch_sha256: str
+    decision: str = ""
+    symbols: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    codes: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    fixture_status: str = ""
+    fixture_digest: str = ""
+    citations: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    predicate_hashes: dict[str, str] = field(default_factory=dict)
+    transport: list[dict[str, Any]] = field(default_factory=list)
+    lanes: dict[str, Any] = field(default_factory=lambda: {"local": {}, "remote": {}})
+    rows: tuple[CreditRow, ...] = ()
+    credits: dict[str, int] = field(default_factory=dict)
+    coverage: float = 0.0
+    freeze_problems: tuple[str, ...] = ()
+
+
+def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
+    verdict = merge(facts)
+    receipt = build_receipt(
+        review_clock=st.review_clock,
+        patch_sha256=st.patch_sha256,
+        decision=st.decision,
+        posture=verdict.posture,
+        admit=verdict.admit,
+        changed_symbols=st.symbols,
+        excluded_paths=st.excluded,
+        credits=st.credits,
+        coverage=st.coverage,
+        fixture_status=st.fixture_status,
+        fixture_digest=st.fixture_digest,
+        freeze_citations=[f for ids in st.citations.values() for f in ids],
+        predicate_hashes=st.predicate_hashes,
+        rejection_codes=st.codes,
+        transport=st.transport,
+        lanes=st.lanes,
+    )
+    receipt.write(s.out / FILE_NAMES["receipt"])
+    return CheckResult(receipt=receipt, verdict=verdict, rows=st.rows, reasons=tuple(st.reasons))
+
+
+def run_check(s: CheckSettings, progress: Callable[[str], None] | None = None) -> CheckResult:
+    """Run the whole pipeline for one patch; return the receipt and the verdict."""
+    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    patch = steps.read_patch(s.patch)
+    clock = s.clock or dt.datetime.now(dt.UTC)
+    st = _State(review_clock=format_clock(clock), patch_sha256=hashlib.sha256(patch).hexdigest())
+    s.out.mkdir(parents=True, exist_ok=True)
+    try:
+        prov = build_provenance(patch, s.draft_id, s.drafter, clock)
+    except ProvenanceError as exc:
+        return _reject_provenance(s, st, str(exc))
+    try:
+        with materialize(s.repo, s.base, patch) as ws:
+            steps.write_json(s.out / "provenance.json", {"kind": "provenance", **prov.to_json()})
+            return _Check(s=s, st=st, ws=ws, clock=clock, say=say).run(patch)
+    except PatchApplyError as exc:
+        return _reject_provenance(s, st, str(exc))
+
+
+def _reject_provenance(s: CheckSettings, st: _State, why: str) -> CheckResult:
+    st.decision = "reject_provenance"
+    st.reasons.append(why)
+    admission = decide(
+        provenance_problems=[why],
+        signature_problem=None,
+        properties=(),
+        assertion_classes={},
+        changed_symbols=(),
+    )
+    admission.to_record().write(s.out / FILE_NAMES["admission"])
+    return _finish(s, st, Facts(decision=st.decision))
+
+
+@dataclass(kw_only=True)
+class _Check:
+    """Steps 2-10 inside one materialized workspace."""
+
+    s: CheckSettings
+    st: _State
+    ws: Workspace
+    clock: dt.datetime
+    say: Callable[[str], None]
+
+    def done(self, **facts: Any) -> CheckResult:
+        return _finish(
+            self.s, self.st, Facts(decision=self.st.decision, codes=self.st.codes, **facts)
+        )
+
+    def run(self, patch: bytes) -> CheckResult:
+        s, st, ws = self.s, self.st, self.ws
+        pins = base_pins(s.repo, ws.base_rev)
+        changed = steps.changed(ws, patch, pins.config)
+        st.symbols, st.excluded = changed.symbols, changed.excluded_paths
+        reports = steps.classify(ws.patched_dir, pins.properties)
+        base_reports = steps.classify(ws.base_dir, pins.properties)
+        st.predicate_hashes = {p: r.predicate_hash for p, r in reports.items() if r.predicate_hash}
+        st.citations = {p: r.freeze_ids for p, r in reports.items() if r.freeze_ids}
+        oracle = steps.oracle_and_pins(
+            changed.touched_paths, pins, reports, base_reports, self.clock
+        )
+        st.reasons.extend(oracle.reasons)
+        st.freeze_problems = oracle.freeze_problems
+        fixture = steps.fixture_step(ws.patched_dir, pins, s.out)
+        st.fixture_status, st.fixture_digest = fixture.status, fixture.digest
+        st.reasons.extend(fixture.reasons)
+        refused = fixture.status != "match" or fixture.manifest is None
+        st.codes = rejection_codes(
+            fixture_mismatch=refused,
+            freeze_problems=oracle.freeze_problems,
+            oracle_moved=oracle.oracle_moved,
+            pin_mutation=oracle.pin_mutation,
+        )
+        if oracle.oracle_moved or oracle.pin_mutation or refused or fixture.manifest is None:
+            return self.done(fixture_refused=refused)
+        sig = steps.signature_step(s, fixture.manifest, s.out)
+        st.reasons.extend(sig.reasons)
+        if sig.transport is not None:
+            st.transport.append(sig.transport)
+            return self.done(signer_transport=True)
+        classes = {pid: r.assertion_class for pid, r in reports.items()}
+        admission = decide(
+            provenance_problems=(),
+            signature_problem=sig.problem,
+            properties=pins.properties,
+            assertion_classes=classes,
+            changed_symbols=st.symbols,
+            notes=sig.notes,
+        )
+        admission.to_record().write(s.out / FILE_NAMES["admission"])
+        st.decision = admission.decision
+        st.reasons.extend(admission.reasons)
+        if not admission.admitted or sig.envelope is None:
+            return self.done()
+        by_id = {p.id: p for p in pins.properties}
+        suite = [by_id[pid] for pid in admission.suite]
+        return self.run_and_score(pins, suite, classes, sig.envelope, sig.executor_keyring)
+
+    def run_and_score(
+        self,
+        pins: PinSet,
+        suite: list[PropertyPin],
+        classes: dict[str, str],
+        envelope: Envelope,
+        executor_keyring: Keyring | None,
+    ) -> CheckResult:
+        s, st = self.s, self.st
+        root, fixture_root = self.ws.patched_dir, pins.config.fixture_root
+
+        def lane(name: str, addresses: tuple[str, ...]) -> LaneResult:
+            return steps.execute(
+                s,
+                lane=name,
+                addresses=addresses,
+                suite=suite,
+                envelope=envelope,
+                digest=st.fixture_digest,
+                workspace=root,
+                fixture_root=fixture_root,
+                executor_keyring=executor_keyring,
+                say=self.say,
+            )
+
+        local = lane("local", s.executors)
+        remote = lane("remote", (s.remote_executor,)) if s.remote_executor else None
+        ids = [p.id for p in suite]
+        stab = assess_all(ids, local.outcomes, s.runs)
+        rstab = assess_all(ids, remote.outcomes, s.runs) if remote is not None else {}
+        st.transport.extend(t.to_json() for t in local.transport)
+        st.lanes = {"local": local.summary({k: v.status for k, v in stab.items()}), "remote": {}}
+        st.reasons.extend(local.refusals)
+        if remote is not None:
+            st.transport.extend({**t.to_json(), "lane": "remote"} for t in remote.transport)
+            st.lanes["remote"] = remote.summary({k: v.status for k, v in rstab.items()})
+            st.reasons.extend(f"remote lane: {r}" for r in remote.refusals)
+        incomplete = bool(local.transport) or any(v.status == "incomplete" for v in stab.values())
+        if local.refusals or incomplete:
+            return self.done(executor_refused=bool(local.refusals), local_transport=incomplete)
+        steps.write_property_ledger(s.out, pins.fixtures.pin_id, st.fixture_digest, stab)
+        observations, mismatches = observe_flakes(
+            suite=suite, local=stab, citations=st.citations, flakes=pins.flakes, clock=self.clock
+        )
+        st.reasons.extend(mismatches)
+        steps.write_flake_ledger(s.out, observations, st.fixture_digest, st.reasons)
+        steps.write_freeze_proposals(s.out, suite, stab, classes, st.fixture_digest)
+        second = steps.second_pin_step(s, self.ws, pins, suite, stab, st.fixture_digest, self.say)
+        st.transport.extend(second.transport)
+        st.reasons.extend(second.reasons)
+        if second.drift is None:
+            return self.done(local_transport=True)
+        report = score(
+            changed_symbols=st.symbols,
+            suite=suite,
+            assertion_classes=classes,
+            local=stab,
+            remote=rstab,
+        )
+        st.rows, st.credits, st.coverage = report.rows, report.credits, report.coverage
+        st.reasons.extend(report.notes)
+        st.codes = rejection_codes(
+            symbol_codes=report.codes,
+            freeze_problems=[*st.freeze_problems, *mismatches],
+            drift=second.drift,
+        )
+        flaked = {o.property_id for o in observations}
+        return self.done(
+            coverage=report.coverage,
+            changed_symbols=len(st.symbols),
+            suite_passed=all(stab[p].passed_both or p in flaked for p in ids),
+            property_misses=[p for p in report.misses if p not in flaked],
+            flake_observed=bool(observations),
+            second_pin_agrees=second.agrees,
+        )

@@ -1,0 +1,422 @@
+"""The steps of ``patchgate check`` that touch files or daemons, one function each (see gate.py).
+
+Each returns what it found; each writes its own file only when the step completed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from client.assertions import AssertionReport, classify_property
+from client.credit import FlakeObservation, check_freezes
+from client.diffparse import parse_unified_diff
+from client.execution import LaneResult, run_lane
+from client.stability import Stability, assess_all, freeze_proposal
+from client.symbols import ChangedSymbols, changed_symbols
+from client.workspace import Workspace
+from patchgate.atomicfile import atomic_write_json
+from patchgate.digest import Manifest, hash_files, scan_fixture_tree
+from patchgate.envelope import Envelope
+from patchgate.errors import (
+    EnvelopeError,
+    FixtureScanError,
+    RefusedError,
+    TransportError,
+    UsageError,
+)
+from patchgate.keys import Keyring
+from patchgate.ledgers import (
+    FILE_NAMES,
+    DriftRecord,
+    FixtureLedger,
+    FlakeLedger,
+    PropertyLedger,
+    now_utc,
+)
+from patchgate.pins import PinSet, ProjectConfig, PropertyPin, parse_fixture_pin
+from patchgate.signer_client import SignerClient
+
+if TYPE_CHECKING:
+    from client.gate import CheckSettings
+
+__all__ = [
+    "FixtureResult",
+    "OracleResult",
+    "SecondPin",
+    "SignatureResult",
+    "changed",
+    "classify",
+    "execute",
+    "fixture_step",
+    "oracle_and_pins",
+    "read_patch",
+    "second_pin_step",
+    "signature_step",
+    "write_flake_ledger",
+    "write_freeze_proposals",
+    "write_json",
+    "write_property_ledger",
+]
+
+MAX_PATCH_BYTES = 16 << 20
+Say = Callable[[str], None]
+
+
+def read_patch(path: Path) -> bytes:
+    """The exact patch bytes (a usage error if unreadable or over 16 MiB)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_PATCH_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"--patch {path}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_PATCH_BYTES:
+        raise UsageError(f"--patch {path}: larger than {MAX_PATCH_BYTES} bytes")
+    return data
+
+
+def write_json(path: Path, obj: Mapping[str, Any]) -> None:
+    """Write one ledger-like object atomically, stamping its own ``recorded_at``."""
+    atomic_write_json(path, {**obj, "recorded_at": now_utc()})
+
+
+def changed(ws: Workspace, patch: bytes, config: ProjectConfig) -> ChangedSymbols:
+    """Changed production symbols of the patch, from the ASTs of both trees."""
+    patches = parse_unified_diff(patch)
+    paths = {p for fp in patches for p in (fp.old_path, fp.new_path) if p is not None}
+    base_files, patched_files = ws.read_pair(sorted(paths))
+    return changed_symbols(
+        base_files, patched_files, patches, oracle_paths=config.oracle_paths, exclude=config.exclude
+    )
+
+
+def classify(root: Path, properties: Sequence[PropertyPin]) -> dict[str, AssertionReport]:
+    """Assertion class of each pinned property's test function in the tree ``root``."""
+    return {p.id: classify_property(root, p.id, p.command) for p in properties}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OracleResult:
+    """Step 3: R7, R8 and the static R4 problems."""
+
+    oracle_moved: bool
+    pin_mutation: bool
+    freeze_problems: tuple[str, ...]
+    reasons: tuple[str, ...]
+
+
+def _under(path: str, prefix: str) -> bool:
+    prefix = prefix.rstrip("/")
+    return path == prefix or path.startswith(prefix + "/")
+
+
+def oracle_and_pins(
+    touched: Sequence[str],
+    pins: PinSet,
+    reports: Mapping[str, AssertionReport],
+    base_reports: Mapping[str, AssertionReport],
+    clock: dt.datetime,
+) -> OracleResult:
+    """Oracle paths touched (R7), pin files edited or freeze ids added (R8), bad citations (R4)."""
+    pin_dir = pins.config.pins_dir
+    pin_files = [p for p in touched if _under(p, pin_dir)]
+    moved = [
+        p
+        for p in touched
+        if not _under(p, pin_dir) and any(_under(p, o) for o in pins.config.oracle_paths)
+    ]
+    added = sorted(
+        {
+            f"{pid}: {fid}"
+            for pid, r in reports.items()
+            for fid in r.freeze_ids
+            if fid not in (base_reports[pid].freeze_ids if pid in base_reports else ())
+        }
+    )
+    citations = {pid: r.freeze_ids for pid, r in reports.items() if r.freeze_ids}
+    problems = check_freezes(citations, pins.flakes, clock)
+    reasons = [f"R7 oracle moved: {', '.join(moved)}"] if moved else []
+    if pin_files:
+        reasons.append(f"R8 pin files edited: {', '.join(pin_files)}")
+    if added:
+        reasons.append(f"R8 freeze ids added by the patch: {', '.join(added)}")
+    reasons.extend(f"R4 {p}" for p in problems)
+    return OracleResult(
+        oracle_moved=bool(moved),
+        pin_mutation=bool(pin_files or added),
+        freeze_problems=problems,
+        reasons=tuple(reasons),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixtureResult:
+    """Step 4: live digest of the patched tree's fixtures against the base pin."""
+
+    status: str
+    digest: str = ""
+    manifest: Manifest | None = None
+    reasons: tuple[str, ...] = ()
+
+
+def measure(root: Path, pin: Any, fixture_root: str) -> tuple[Manifest, list[str]]:
+    """The live manifest of ``root``'s fixtures under ``pin`` and the files whose bytes differ."""
+    found = scan_fixture_tree(root, fixture_root, pin.files)
+    live = hash_files(found)
+    return pin.manifest(live), sorted(p for p, e in live.items() if e.sha256 != pin.files[p])
+
+
+def fixture_step(root: Path, pins: PinSet, out: Path) -> FixtureResult:
+    """Scan and hash; a measured digest is written to fixture_ledger.json (match or mismatch)."""
+    try:
+        manifest, mismatched = measure(root, pins.fixtures, pins.config.fixture_root)
+    except FixtureScanError as exc:
+        return FixtureResult(status="mismatch", reasons=(f"R2 {exc}",))
+    digest = manifest.digest()
+    status = "mismatch" if mismatched else "match"
+    FixtureLedger(
+        pin_id=manifest.pin_id,
+        digest=digest,
+        algorithm=manifest.algorithm,
+        files={p: {"sha256": e.sha256, "size": e.size} for p, e in sorted(manifest.files.items())},
+        status=status,
+        mismatched=mismatched,
+    ).write(out / FILE_NAMES["fixture"])
+    reasons = (
+        (f"R2 fixture bytes differ from the base pin: {', '.join(mismatched)}",)
+        if mismatched
+        else ()
+    )
+    return FixtureResult(status=status, digest=digest, manifest=manifest, reasons=reasons)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SignatureResult:
+    """Step 5: the verified operator envelope, or why there is none."""
+
+    envelope: Envelope | None = None
+    problem: str | None = None
+    transport: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    executor_keyring: Keyring | None = None
+
+
+def signature_step(
+    s: CheckSettings, manifest: Manifest, out: Path, name: str = "fixture_envelope.json"
+) -> SignatureResult:
+    """Ask the signer and verify against the operator keyring; write the envelope on success."""
+    exec_ring = Keyring.load(s.executor_keyring) if s.executor_keyring else None
+    notes: list[str] = []
+    try:
+        with SignerClient(s.signer, tls=s.signer_tls) as signer:
+            if s.operator_keyring is not None:
+                ring = Keyring.load(s.operator_keyring)
+                notes.append(f"operator keyring from {s.operator_keyring}")
+            else:
+                ring = signer.get_keyring()
+                notes.append(
+                    "operator keyring fetched from the signer's GetKeyring (trust on "
+                    "first use; pass --operator-keyring to pin it)"
+                )
+            envelope, statement = signer.sign_and_verify(manifest, ring)
+    except TransportError as exc:
+        detail = {
+            "kind": exc.kind,
+            "detail": exc.detail,
+            "property_id": "",
+            "run_index": 0,
+            "lane": "signer",
+            "address": s.signer,
+        }
+        return SignatureResult(transport=detail, reasons=(f"signer: {exc}",), notes=tuple(notes))
+    except (RefusedError, EnvelopeError) as exc:
+        return SignatureResult(
+            problem=f"no valid operator signature: {exc}",
+            notes=tuple(notes),
+            executor_keyring=exec_ring,
+        )
+    atomic_write_json(out / name, envelope.to_json())
+    notes.append(f"fixture digest signed by operator key {statement.keyid[:16]}")
+    return SignatureResult(envelope=envelope, notes=tuple(notes), executor_keyring=exec_ring)
+
+
+def execute(
+    s: CheckSettings,
+    *,
+    lane: str,
+    addresses: Sequence[str],
+    suite: Sequence[PropertyPin],
+    envelope: Envelope,
+    digest: str,
+    workspace: Path,
+    fixture_root: str,
+    executor_keyring: Keyring | None,
+    say: Say,
+) -> LaneResult:
+    """Run the suite on one lane (see client.execution)."""
+    tls = s.remote_tls if lane == "remote" else s.executor_tls
+    say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
+    return run_lane(
+        lane=lane,
+        addresses=addresses,
+        suite=suite,
+        envelope=envelope,
+        expected_digest=digest,
+        workspace=workspace,
+        fixture_root=fixture_root,
+        runs=s.runs,
+        request_prefix=digest[:12],
+        tls=tls,
+        executor_keyring=executor_keyring,
+        progress=say,
+    )
+
+
+def write_property_ledger(
+    out: Path, pin_id: str, digest: str, stab: Mapping[str, Stability]
+) -> None:
+    """property_ledger.json (callers ensure: digest matched, oracle unmoved, every run recorded)."""
+    runs = [o.to_json() for v in stab.values() for o in v.runs if o is not None]
+    PropertyLedger(
+        pin_id=pin_id,
+        fixture_digest=digest,
+        status_by_id={k: v.status for k, v in stab.items()},
+        runs=runs,
+        oracle_moved=False,
+    ).write(out / FILE_NAMES["property"])
+
+
+def write_flake_ledger(
+    out: Path, observations: Sequence[FlakeObservation], digest: str, reasons: list[str]
+) -> None:
+    """flake_ledger.json for the first observation (DESIGN §7 preconditions already hold)."""
+    if not observations:
+        return
+    first = observations[0]
+    FlakeLedger(
+        test_id=first.test_id,
+        flake_id=first.flake_id,
+        fixture_digest=digest,
+        observed=first.observed,
+    ).write(out / FILE_NAMES["flake"])
+    reasons.extend(
+        f"flake {o.flake_id} observed on {o.test_id} (never credit)" for o in observations
+    )
+
+
+def write_freeze_proposals(
+    out: Path,
+    suite: Sequence[PropertyPin],
+    stab: Mapping[str, Stability],
+    classes: Mapping[str, str],
+    digest: str,
+) -> None:
+    """freeze_proposal.json when an eligible real predicate disagreed with itself."""
+    proposals = [
+        p
+        for p in (
+            freeze_proposal(
+                stab[prop.id],
+                prop,
+                fixture_digest=digest,
+                assertion_class=classes.get(prop.id, "opaque"),
+            )
+            for prop in suite
+            if prop.id in stab
+        )
+        if p is not None
+    ]
+    if proposals:
+        write_json(
+            out / "freeze_proposal.json", {"kind": "freeze_proposal", "proposals": proposals}
+        )
+
+
+@dataclass(kw_only=True)
+class SecondPin:
+    """Step 8b: the same patch on a second fixture pin."""
+
+    drift: bool | None = False  # None: the second run could not complete (transport)
+    agrees: bool | None = None
+    transport: list[dict[str, Any]] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def second_pin_step(  # noqa: PLR0917 - one call site, the check's state in pipeline order
+    s: CheckSettings,
+    ws: Workspace,
+    pins: PinSet,
+    suite: Sequence[PropertyPin],
+    stab: Mapping[str, Stability],
+    digest: str,
+    say: Say,
+) -> SecondPin:
+    """Run the suite again on ``--second-pin``; write drift.json comparing the two ledgers."""
+    result = SecondPin()
+    if s.second_pin is None:
+        return result
+    try:
+        raw = Path(s.second_pin).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--second-pin {s.second_pin}: cannot read: {exc.strerror}") from None
+    pin2 = parse_fixture_pin(raw, str(s.second_pin), pins.config.fixture_root)
+    left = {
+        "pin_id": pins.fixtures.pin_id,
+        "fixture_digest": digest,
+        "status_by_id": {k: v.status for k, v in stab.items()},
+    }
+    right: dict[str, Any] = {"pin_id": pin2.pin_id}
+    differing: list[str] = []
+    try:
+        manifest2, mismatched = measure(ws.patched_dir, pin2, pins.config.fixture_root)
+    except FixtureScanError as exc:
+        manifest2, mismatched = None, [str(exc)]
+    if manifest2 is None or mismatched:
+        differing = [f"fixture bytes: {', '.join(mismatched)}"]
+        result.reasons.append("R9 the fixture bytes do not satisfy the second pin")
+    else:
+        right["fixture_digest"] = manifest2.digest()
+        sig = signature_step(s, manifest2, s.out, "fixture_envelope_second_pin.json")
+        if sig.transport is not None:
+            result.transport.append(sig.transport)
+            result.drift = None
+            return result
+        if sig.envelope is None:
+            differing = [f"second pin not signed: {sig.problem}"]
+        else:
+            lane = execute(
+                s,
+                lane="local",
+                addresses=s.executors,
+                suite=suite,
+                envelope=sig.envelope,
+                digest=manifest2.digest(),
+                workspace=ws.patched_dir,
+                fixture_root=pins.config.fixture_root,
+                executor_keyring=sig.executor_keyring,
+                say=say,
+            )
+            stab2 = assess_all([p.id for p in suite], lane.outcomes, s.runs)
+            result.transport.extend(t.to_json() for t in lane.transport)
+            if (
+                lane.refusals
+                or lane.transport
+                or any(v.status == "incomplete" for v in stab2.values())
+            ):
+                result.reasons.extend(lane.refusals)
+                result.drift = None
+                return result
+            right["status_by_id"] = {k: v.status for k, v in stab2.items()}
+            differing = sorted(k for k, v in stab2.items() if v.status != stab[k].status)
+    result.drift = bool(differing)
+    result.agrees = not differing
+    if differing:
+        result.reasons.append(f"R9 the two pins disagree: {', '.join(differing)}")
+    DriftRecord(left=left, right=right, drift=bool(differing), differing=differing).write(
+        s.out / FILE_NAMES["drift"]
+    )
+    return result
