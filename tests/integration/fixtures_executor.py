@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 BILLING = REPO / "examples" / "billing"
 LABEL = "patchgate.executord"
 PYTEST = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+_INSTANCES: set[str] = set()  # label values of the daemons this session started
 
 
 @dataclasses.dataclass
@@ -46,6 +49,7 @@ class ExecutorProc:
     store_dir: Path
     state_dir: Path
     log_path: Path
+    instance: str
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM by pid, wait; SIGKILL if it does not drain in time."""
@@ -76,7 +80,9 @@ def start_executor(
     sockdir = Path(tempfile.mkdtemp(prefix="pgx-", dir="/tmp"))
     state = workdir / "executord-state"
     store = state / "blobs"
-    log_path = workdir / "executord.log"
+    log_path = workdir / f"executord-{uuid.uuid4().hex[:6]}.log"
+    instance = f"pytest-{uuid.uuid4().hex[:12]}"
+    _INSTANCES.add(instance)
     args = [
         sys.executable, "-m", "executord", "serve",
         "--operator-keyring", str(keyring_path),
@@ -84,6 +90,7 @@ def start_executor(
         "--image", "host",
         "--state-dir", str(state),
         "--store-dir", str(store),
+        "--instance", instance,
         *extra,
     ]  # fmt: skip
     full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
@@ -106,17 +113,79 @@ def start_executor(
         store_dir=store,
         state_dir=state,
         log_path=log_path,
+        instance=instance,
     )
 
 
-def labeled_containers(docker_host: str | None = None) -> list[str]:
-    """Ids of every container (running or not) carrying the executor label."""
+def labeled_containers(instance: str | None = None, docker_host: str | None = None) -> list[str]:
+    """Ids of containers (running or not) with the executor label (of one daemon, if named)."""
     env = {**os.environ, **({"DOCKER_HOST": docker_host} if docker_host else {})}
+    label = LABEL if instance is None else f"{LABEL}={instance}"
     out = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"label={LABEL}"],
+        ["docker", "ps", "-aq", "--filter", f"label={label}"],
         capture_output=True, text=True, check=True, env=env,
     ).stdout  # fmt: skip
     return out.split()
+
+
+def containers_created_since(since: float, instance: str) -> list[str]:
+    """Ids of containers created with ``instance``'s label since the unix time ``since``."""
+    out = subprocess.run(
+        ["docker", "events", "--since", f"{since:.3f}", "--until", f"{time.time():.3f}",
+         "--filter", "type=container", "--filter", "event=create",
+         "--filter", f"label={LABEL}={instance}", "--format", "{{.ID}}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return out.split()
+
+
+@dataclasses.dataclass
+class PrivateDockerd:
+    """A dockerd of our own (own data/exec root, pid file, socket): safe to stop in a test."""
+
+    host: str
+    proc: subprocess.Popen[bytes]
+    root: Path
+
+    def stop(self) -> None:
+        """SIGTERM by pid and wait."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@pytest.fixture
+def private_dockerd(docker_engine: None) -> Iterator[PrivateDockerd]:
+    """A second dockerd that only this test uses (never the shared engine)."""
+    root = Path(tempfile.mkdtemp(prefix="pgdockerd-", dir="/tmp"))
+    host = f"unix://{root}/docker.sock"
+    args = [
+        "dockerd", "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+        "--pidfile", str(root / "dockerd.pid"), "-H", host, "--bridge=none",
+        "--iptables=false", "--ip-masq=false", "--ip-forward=false",
+    ]  # fmt: skip
+    with open(root / "dockerd.log", "wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    d = PrivateDockerd(host=host, proc=proc, root=root)
+    env = {**os.environ, "DOCKER_HOST": host}
+    for _ in range(60):
+        ok = subprocess.run(["docker", "version"], capture_output=True, env=env, check=False)
+        if ok.returncode == 0:
+            break
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    else:
+        d.stop()
+        raise RuntimeError(f"private dockerd did not come up: {(root / 'dockerd.log').read_text()}")
+    yield d
+    d.stop()
+    subprocess.run(["umount", "-R", str(root / "data")], capture_output=True, check=False)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -126,7 +195,7 @@ def docker_engine() -> Iterator[None]:
         [str(REPO / "scripts" / "docker.sh"), "start"], check=True, stdin=subprocess.DEVNULL
     )
     yield
-    left = labeled_containers()
+    left = [c for i in sorted(_INSTANCES) for c in labeled_containers(i)]
     subprocess.run(
         [str(REPO / "scripts" / "docker.sh"), "stop"], check=True, stdin=subprocess.DEVNULL
     )
