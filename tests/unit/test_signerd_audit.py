@@ -143,3 +143,15 @@ def test_append_after_close_raises(tmp_path: Path) -> None:
     log.close()
     with pytest.raises(AuditError):
         log.append({})
+
+
+def test_inserted_whitespace_is_caught_at_its_line(tmp_path: Path) -> None:
+    """A line that parses to the same record but is not its canonical bytes is refused."""
+    path = tmp_path / "a.jsonl"
+    _log(path, 3)
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b",", b", ", 1)
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(AuditChainError, match="canonical") as info:
+        verify_chain(path)
+    assert info.value.line == 2
