@@ -117,7 +117,7 @@ def classify_source(
     try:
         source = raw.decode("utf-8")
         tree = ast.parse(source)
-    except (UnicodeDecodeError, SyntaxError, ValueError):
+    except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
         return _opaque(property_id, node_id, test_file, function, f"{test_file} does not parse")
     found = _locate(tree, names)
     if found is None:

@@ -87,11 +87,11 @@ def symbol_table(source: bytes | None) -> dict[str, tuple[str, ...]] | None:
         return {_MODULE_KEY: (_own_dump([]),)}
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    table[_MODULE_KEY] = [_own_dump(tree.body)]
-    for qualname, node in _definitions(tree.body, ""):
-        table.setdefault(qualname, []).append(_own_dump(node))
+        table[_MODULE_KEY] = [_own_dump(tree.body)]
+        for qualname, node in _definitions(tree.body, ""):
+            table.setdefault(qualname, []).append(_own_dump(node))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # too deep to compare is unparsable too: the caller fails closed
     return {name: tuple(dumps) for name, dumps in table.items()}
 
 

@@ -112,6 +112,11 @@ def test_unparsable_file_is_opaque(tmp_path: Path) -> None:
     assert classify_property(tmp_path, "p", ["t.py::test_a"]).assertion_class == "opaque"
 
 
+def test_too_deeply_nested_file_is_opaque(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("def test_a():\n    assert " + "-" * 5_000 + "1\n")
+    assert classify_property(tmp_path, "p", ["t.py::test_a"]).assertion_class == "opaque"
+
+
 def test_command_without_node_id_is_opaque(tmp_path: Path) -> None:
     report = classify_property(tmp_path, "p", [*PYTEST, "t.py"])
     assert report.assertion_class == "opaque"

@@ -239,6 +239,12 @@ def test_unparsable_patched_file_fails_closed_as_module_change() -> None:
     assert diff(BASE, BASE + "\ndef broken(:\n").symbols == ("module:billing",)
 
 
+@pytest.mark.parametrize("depth", [5_000, 200_000])  # RecursionError, MemoryError in ast.parse
+def test_too_deeply_nested_file_fails_closed_as_module_change(depth: int) -> None:
+    deep = "x = " + "-" * depth + "1\n"
+    assert diff(BASE, deep).symbols == ("module:billing",)
+
+
 def test_end_to_end_from_a_git_diff() -> None:
     patched = BASE.replace("return amount * used / period", "return max(amount * used / period, 0)")
     patch = (
