@@ -28,6 +28,7 @@ _COMMANDS: tuple[str, ...] = (
     "client.cmd_dualpin",
     "client.cmd_flake",
     "client.cmd_check",
+    "client.cmd_verify",
 )
 
 _DESCRIPTION = """\

@@ -273,6 +273,8 @@ class _Check:
         )
         st.rows, st.credits, st.coverage = report.rows, report.credits, report.coverage
         st.reasons.extend(report.notes)
+        st.reasons.extend(f"property miss: {p} failed both local runs" for p in report.misses)
+        st.reasons.extend(f"unstable: {p} disagreed between its two runs" for p in report.unstable)
         st.codes = rejection_codes(
             symbol_codes=report.codes,
             freeze_problems=[*st.freeze_problems, *mismatches],

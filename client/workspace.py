@@ -22,7 +22,14 @@ from pathlib import Path
 from patchgate.errors import PatchgateError, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
 
-__all__ = ["PatchApplyError", "Workspace", "base_pins", "materialize", "resolve_rev"]
+__all__ = [
+    "PatchApplyError",
+    "Workspace",
+    "base_pins",
+    "materialize",
+    "resolve_rev",
+    "tree_at",
+]
 
 _GIT_TIMEOUT = 120
 
@@ -75,10 +82,10 @@ def _git(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.Compl
 def resolve_rev(repo: Path, rev: str) -> str:
     """The commit id of ``rev`` in ``repo``; a UsageError if it is not a commit there."""
     if rev.startswith("-"):
-        raise UsageError(f"--base {rev!r}: not a revision")
+        raise UsageError(f"revision {rev!r}: not a revision")
     proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     if proc.returncode != 0:
-        raise UsageError(f"--base {rev!r}: not a commit in {repo}")
+        raise UsageError(f"revision {rev!r}: not a commit in {repo}")
     return proc.stdout.decode().strip()
 
 
@@ -129,6 +136,16 @@ def materialize(repo: Path, base: str, patch: bytes) -> Iterator[Workspace]:
         shutil.copytree(base_dir, patched_dir, symlinks=True)
         _apply(patch, patched_dir, root)
         yield Workspace(repo=repo, base_rev=commit, base_dir=base_dir, patched_dir=patched_dir)
+
+
+@contextmanager
+def tree_at(repo: Path, rev: str) -> Iterator[Path]:
+    """Yield a temp dir holding the tree of ``rev`` (``git archive``); removed on exit."""
+    commit = resolve_rev(Path(repo).resolve(), rev)
+    with tempfile.TemporaryDirectory(prefix="patchgate-tree-") as tmp:
+        dest = Path(tmp) / "tree"
+        _archive(Path(repo).resolve(), commit, dest)
+        yield dest
 
 
 def base_pins(repo: Path, rev: str) -> PinSet:
