@@ -1,0 +1,163 @@
+"""Engine faults and hygiene: engine stopped mid-run, SIGTERM, client cancel, start-up sweep."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from patchgate.digest import hash_files
+from patchgate.executor_client import ExecutorClient, workspace_files
+from patchgate.v1 import common_pb2, executor_pb2, executor_pb2_grpc
+from tests.integration.fixtures_executor import (
+    LABEL,
+    billing_case,
+    labeled_containers,
+    prop,
+    start_executor,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.docker]
+
+SLEEP = """
+import time
+
+def test_sleeps():
+    time.sleep(60)
+"""
+
+
+def _sleep_case(tmp_path, signer):
+    return billing_case(
+        tmp_path, signer, extra_files={"properties/test_sleep.py": SLEEP},
+        properties=(prop("sleepy", "properties/test_sleep.py::test_sleeps"),), clock_bound_ms=90000,
+    )  # fmt: skip
+
+
+def _wait_for(pred, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _health(address: str) -> int:
+    with grpc.insecure_channel(address) as ch:
+        return (
+            health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=5).status
+        )
+
+
+def test_engine_stopped_mid_run_is_unavailable(private_dockerd, operator_key, tmp_path):
+    """A dockerd that dies mid-run: `unavailable` transport records; the daemon still answers health."""
+    daemon = start_executor(
+        tmp_path, operator_key.keyring_path, env={"DOCKER_HOST": private_dockerd.host}
+    )
+    try:
+        case = _sleep_case(tmp_path, operator_key.signer)
+        engine_env = {**os.environ, "DOCKER_HOST": private_dockerd.host}
+
+        def running() -> bool:
+            out = subprocess.run(
+                ["docker", "ps", "-q", "--filter", f"label={LABEL}={daemon.instance}"],
+                capture_output=True, text=True, env=engine_env, check=False,
+            ).stdout  # fmt: skip
+            return bool(out.split())
+
+        threading.Thread(
+            target=lambda: _wait_for(running) and private_dockerd.stop(), daemon=True
+        ).start()
+        with ExecutorClient(daemon.address) as client:
+            result = client.execute(
+                fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
+                properties=case.properties,
+            )  # fmt: skip
+        assert result.outcomes == ()
+        assert {t.kind for t in result.transport} == {"unavailable"}
+        assert _health(daemon.address) == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        daemon.stop()
+
+
+def test_sigterm_mid_run_removes_containers(docker_engine, operator_key, tmp_path):
+    """SIGTERM while a run sleeps: its container is killed and removed, the daemon exits 0."""
+    daemon = start_executor(tmp_path, operator_key.keyring_path)
+    case = _sleep_case(tmp_path, operator_key.signer)
+    client = ExecutorClient(daemon.address)
+    box: list[object] = []
+    worker = threading.Thread(
+        target=lambda: box.append(
+            client.execute(
+                fixture_envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+            )  # fmt: skip
+        ),
+        daemon=True,
+    )
+    worker.start()
+    try:
+        assert _wait_for(lambda: bool(labeled_containers(daemon.instance)))
+        assert daemon.stop() == 0
+        worker.join(30)
+        assert labeled_containers(daemon.instance) == []
+        assert box and not box[0].outcomes  # nothing scored from a shutdown
+    finally:
+        client.close()
+        daemon.stop()
+
+
+def test_client_cancel_removes_containers(executor_daemon, operator_key, tmp_path):
+    """A client that cancels its Execute call: the containers are killed and removed."""
+    case = _sleep_case(tmp_path, operator_key.signer)
+    with ExecutorClient(executor_daemon.address) as client:
+        blobs = {e.sha256: case.workspace / p for p, e in case.manifest.files.items()}
+        files = workspace_files(case.workspace, "fixtures")
+        entries = hash_files(files)
+        blobs.update({e.sha256: files[p] for p, e in entries.items()})
+        client.upload(blobs)
+    request = executor_pb2.ExecuteRequest(
+        request_id="cancel-me",
+        fixture_envelope=case.envelope.to_proto(),
+        workspace=[
+            executor_pb2.TreeEntry(path=p, digest=e.sha256, size=e.size) for p, e in entries.items()
+        ],
+        fixture_root="fixtures",
+        properties=[common_pb2.PropertySpec(id="sleepy", command=list(case.properties[0].command))],
+        runs=2,
+    )
+    with grpc.insecure_channel(executor_daemon.address) as ch:
+        call = executor_pb2_grpc.ExecutorStub(ch).Execute(request, timeout=120)
+        for event in call:
+            if event.progress.phase == "start":
+                break
+        assert _wait_for(lambda: bool(labeled_containers(executor_daemon.instance)))
+        call.cancel()
+    assert _wait_for(lambda: labeled_containers(executor_daemon.instance) == [], timeout=20)
+
+
+def test_startup_sweep_removes_leftovers(executor_daemon, operator_key, tmp_path):
+    """A leftover container with the daemon's label is removed when a daemon with that label starts."""
+    with ExecutorClient(executor_daemon.address) as client:
+        image = client.info().image
+    executor_daemon.stop()
+    cid = subprocess.run(
+        ["docker", "create", "--label", f"{LABEL}={executor_daemon.instance}", image, "true"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert labeled_containers(executor_daemon.instance) == [cid[:12]]
+    again = start_executor(
+        tmp_path, operator_key.keyring_path, "--instance", executor_daemon.instance
+    )
+    try:
+        assert labeled_containers(executor_daemon.instance) == []
+    finally:
+        again.stop()
