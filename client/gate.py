@@ -24,6 +24,7 @@ from client.execution import LaneResult
 from client.posture import Facts, Verdict, merge
 from client.provenance import ProvenanceError, build_provenance, format_clock
 from client.receipt import build_receipt
+from client.secondpin import second_pin_step
 from client.stability import assess_all
 from client.workspace import PatchApplyError, Workspace, base_pins, materialize
 from patchgate.envelope import Envelope
@@ -259,7 +260,7 @@ class _Check:
         st.reasons.extend(mismatches)
         steps.write_flake_ledger(s.out, observations, st.fixture_digest, st.reasons)
         steps.write_freeze_proposals(s.out, suite, stab, classes, st.fixture_digest)
-        second = steps.second_pin_step(s, self.ws, pins, suite, stab, st.fixture_digest, self.say)
+        second = second_pin_step(s, self.ws, pins, suite, stab, st.fixture_digest, self.say)
         st.transport.extend(second.transport)
         st.reasons.extend(second.reasons)
         if second.drift is None:

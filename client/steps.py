@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,7 @@ from client.assertions import AssertionReport, classify_property
 from client.credit import FlakeObservation, check_freezes
 from client.diffparse import parse_unified_diff
 from client.execution import LaneResult, run_lane
-from client.stability import Stability, assess_all, freeze_proposal
+from client.stability import Stability, freeze_proposal
 from client.symbols import ChangedSymbols, changed_symbols
 from client.workspace import Workspace
 from patchgate.atomicfile import atomic_write_json
@@ -31,13 +31,12 @@ from patchgate.errors import (
 from patchgate.keys import Keyring
 from patchgate.ledgers import (
     FILE_NAMES,
-    DriftRecord,
     FixtureLedger,
     FlakeLedger,
     PropertyLedger,
     now_utc,
 )
-from patchgate.pins import PinSet, ProjectConfig, PropertyPin, parse_fixture_pin
+from patchgate.pins import PinSet, ProjectConfig, PropertyPin
 from patchgate.signer_client import SignerClient
 
 if TYPE_CHECKING:
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FixtureResult",
     "OracleResult",
-    "SecondPin",
     "SignatureResult",
     "changed",
     "classify",
@@ -54,7 +52,6 @@ __all__ = [
     "fixture_step",
     "oracle_and_pins",
     "read_patch",
-    "second_pin_step",
     "signature_step",
     "write_flake_ledger",
     "write_freeze_proposals",
@@ -334,89 +331,3 @@ def write_freeze_proposals(
         write_json(
             out / "freeze_proposal.json", {"kind": "freeze_proposal", "proposals": proposals}
         )
-
-
-@dataclass(kw_only=True)
-class SecondPin:
-    """Step 8b: the same patch on a second fixture pin."""
-
-    drift: bool | None = False  # None: the second run could not complete (transport)
-    agrees: bool | None = None
-    transport: list[dict[str, Any]] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-
-
-def second_pin_step(  # noqa: PLR0917 - one call site, the check's state in pipeline order
-    s: CheckSettings,
-    ws: Workspace,
-    pins: PinSet,
-    suite: Sequence[PropertyPin],
-    stab: Mapping[str, Stability],
-    digest: str,
-    say: Say,
-) -> SecondPin:
-    """Run the suite again on ``--second-pin``; write drift.json comparing the two ledgers."""
-    result = SecondPin()
-    if s.second_pin is None:
-        return result
-    try:
-        raw = Path(s.second_pin).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--second-pin {s.second_pin}: cannot read: {exc.strerror}") from None
-    pin2 = parse_fixture_pin(raw, str(s.second_pin), pins.config.fixture_root)
-    left = {
-        "pin_id": pins.fixtures.pin_id,
-        "fixture_digest": digest,
-        "status_by_id": {k: v.status for k, v in stab.items()},
-    }
-    right: dict[str, Any] = {"pin_id": pin2.pin_id}
-    differing: list[str] = []
-    try:
-        manifest2, mismatched = measure(ws.patched_dir, pin2, pins.config.fixture_root)
-    except FixtureScanError as exc:
-        manifest2, mismatched = None, [str(exc)]
-    if manifest2 is None or mismatched:
-        differing = [f"fixture bytes: {', '.join(mismatched)}"]
-        result.reasons.append("R9 the fixture bytes do not satisfy the second pin")
-    else:
-        right["fixture_digest"] = manifest2.digest()
-        sig = signature_step(s, manifest2, s.out, "fixture_envelope_second_pin.json")
-        if sig.transport is not None:
-            result.transport.append(sig.transport)
-            result.drift = None
-            return result
-        if sig.envelope is None:
-            differing = [f"second pin not signed: {sig.problem}"]
-        else:
-            lane = execute(
-                s,
-                lane="local",
-                addresses=s.executors,
-                suite=suite,
-                envelope=sig.envelope,
-                digest=manifest2.digest(),
-                workspace=ws.patched_dir,
-                fixture_root=pins.config.fixture_root,
-                executor_keyring=sig.executor_keyring,
-                say=say,
-            )
-            stab2 = assess_all([p.id for p in suite], lane.outcomes, s.runs)
-            result.transport.extend(t.to_json() for t in lane.transport)
-            if (
-                lane.refusals
-                or lane.transport
-                or any(v.status == "incomplete" for v in stab2.values())
-            ):
-                result.reasons.extend(lane.refusals)
-                result.drift = None
-                return result
-            right["status_by_id"] = {k: v.status for k, v in stab2.items()}
-            differing = sorted(k for k, v in stab2.items() if v.status != stab[k].status)
-    result.drift = bool(differing)
-    result.agrees = not differing
-    if differing:
-        result.reasons.append(f"R9 the two pins disagree: {', '.join(differing)}")
-    DriftRecord(left=left, right=right, drift=bool(differing), differing=differing).write(
-        s.out / FILE_NAMES["drift"]
-    )
-    return result
