@@ -29,6 +29,8 @@ _COMMANDS: tuple[str, ...] = (
     "client.cmd_flake",
     "client.cmd_check",
     "client.cmd_verify",
+    "client.cmd_demo",
+    "client.cmd_lanes",
 )
 
 _DESCRIPTION = """\

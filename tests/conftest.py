@@ -1,11 +1,4 @@
-"""Root conftest: loads the integration fixture plugins (one module per area, so areas don't collide)."""
-
-pytest_plugins = [
-    "tests.integration.fixtures_signer",
-    "tests.integration.fixtures_executor",
-    "tests.integration.fixtures_gate",
-]
-
+"""Root conftest: shared key fixtures; loads the per-area integration fixture plugins."""
 
 import dataclasses
 from pathlib import Path
@@ -13,6 +6,12 @@ from pathlib import Path
 import pytest
 
 from patchgate.keys import Signer, generate_key_file, load_signer
+
+pytest_plugins = [
+    "tests.integration.fixtures_signer",
+    "tests.integration.fixtures_executor",
+    "tests.integration.fixtures_gate",
+]
 
 
 @dataclasses.dataclass(frozen=True)

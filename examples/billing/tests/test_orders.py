@@ -1,4 +1,4 @@
-"""Ordinary unit tests of the billing example (an oracle path: a patch that edits them moved the oracle)."""
+"""Unit tests of the billing example (an oracle path: a patch that edits them moved the oracle)."""
 
 from decimal import Decimal
 
@@ -10,5 +10,7 @@ def test_prorate_half_period():
 
 
 def test_invoice_total_two_lines():
-    order = Order("X", (Line("a", 2, Decimal("1.50")), Line("b", 1, Decimal("2.00"), Decimal("0.50"))))
+    order = Order(
+        "X", (Line("a", 2, Decimal("1.50")), Line("b", 1, Decimal("2.00"), Decimal("0.50")))
+    )
     assert invoice_total(order) == Decimal("4.50")

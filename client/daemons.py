@@ -1,0 +1,164 @@
+"""Local daemons for the laptop lane and the demo: start ``patchgate-signerd`` and
+``patchgate-executord`` as two separate processes on unix sockets, wait until their gRPC health
+service says SERVING, and stop them by pid (never by name).
+
+The executor is given only the operator *public* keyring. The signer's socket lives in a directory
+of mode 0750 that the executor's process has no business entering; see docs/lanes.md for what the
+split does and does not protect against on one machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from patchgate.atomicfile import atomic_write_json
+from patchgate.errors import PatchgateError, TransportError
+
+__all__ = ["DaemonProc", "LaneState", "console_script", "start_daemon", "stop_pid", "wait_healthy"]
+
+_STATE_FILE = "lane.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaemonProc:
+    """One started daemon: its name, pid, address and log file."""
+
+    name: str
+    pid: int
+    address: str
+    log: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaneState:
+    """What ``patchgate up`` started, persisted in the state directory."""
+
+    state_dir: str
+    operator_keyring: str
+    signer: DaemonProc
+    executor: DaemonProc
+
+    def save(self) -> None:
+        """Write ``lane.json`` in the state directory."""
+        atomic_write_json(Path(self.state_dir) / _STATE_FILE, asdict(self))
+
+    @classmethod
+    def load(cls, state_dir: Path) -> LaneState | None:
+        """The saved state, or None when nothing was started from this directory."""
+        try:
+            obj = json.loads((Path(state_dir) / _STATE_FILE).read_text(encoding="utf-8"))
+            return cls(
+                state_dir=obj["state_dir"],
+                operator_keyring=obj["operator_keyring"],
+                signer=DaemonProc(**obj["signer"]),
+                executor=DaemonProc(**obj["executor"]),
+            )
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PatchgateError(
+                f"{state_dir}/{_STATE_FILE}: unreadable lane state: {exc}"
+            ) from None
+
+
+def console_script(name: str) -> list[str]:
+    """argv prefix that runs one of our console scripts with this interpreter."""
+    exe = shutil.which(name, path=str(Path(sys.executable).parent))
+    if exe:
+        return [exe]
+    module = {
+        "patchgate": "client",
+        "patchgate-signerd": "signerd",
+        "patchgate-executord": "executord",
+    }[name]
+    return [sys.executable, "-m", module]
+
+
+def start_daemon(name: str, args: list[str], address: str, log_path: Path) -> DaemonProc:
+    """Start console script ``name`` with ``args`` in its own session, logging to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [*console_script(name), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+    daemon = DaemonProc(name=name, pid=proc.pid, address=address, log=str(log_path))
+    try:
+        wait_healthy(address, proc=proc, timeout=120.0)
+    except TransportError:
+        stop_pid(proc.pid, grace=2.0)
+        with contextlib.suppress(OSError):
+            tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+            raise TransportError(
+                "unavailable", f"{name} did not become healthy; last log lines: " + " | ".join(tail)
+            ) from None
+        raise
+    return daemon
+
+
+def wait_healthy(
+    address: str, *, proc: subprocess.Popen[bytes] | None = None, timeout: float
+) -> None:
+    """Poll the gRPC health service at ``address`` until SERVING; TransportError on timeout/exit."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise TransportError("unavailable", f"exited with status {proc.returncode} at start")
+        try:
+            with grpc.insecure_channel(address) as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=2.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+                last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        except grpc.RpcError as exc:
+            last = exc.code().name if hasattr(exc, "code") else str(exc)
+        time.sleep(0.2)
+    raise TransportError("unavailable", f"{address} not healthy after {timeout:.0f}s ({last})")
+
+
+def stop_pid(pid: int, *, grace: float = 15.0) -> bool:
+    """SIGTERM ``pid``, wait up to ``grace`` seconds, then SIGKILL. True if it was running."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    while _alive(pid):
+        time.sleep(0.05)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child: probe it
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return done == 0

@@ -1,0 +1,169 @@
+"""The laptop lane: ``patchgate up`` starts the signer and the executor as two processes on unix
+sockets under a state directory; ``patchgate down`` stops them by pid.
+
+Layout of the state directory (default ``.patchgate/``)::
+
+    operator.key          the operator private key (0600), created on first ``up``
+    operator.key.pub      its public keyring: the only thing the executor is given
+    signer/               0750: the signer's socket lives here (kernel-enforced access)
+    signer/signer.sock
+    executor/executor.sock
+    audit.log             the signer's hash-chained audit log
+    logs/*.log            daemon logs (JSON lines)
+    lane.json             pids and addresses of what ``up`` started
+    patchgate.toml        the [check] snippet that lets ``patchgate check`` find the daemons
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from client.daemons import DaemonProc, LaneState, console_script, start_daemon, stop_pid
+from patchgate.errors import PatchgateError
+
+__all__ = ["LaneSettings", "config_snippet", "lane_down", "lane_up"]
+
+_MARKER = "# written by `patchgate up`"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaneSettings:
+    """Where the lane lives and how the executor runs its sandboxes."""
+
+    state_dir: Path
+    image: str = "host"
+    runtime: str = "runc"
+    max_parallel: int | None = None
+    write_config: Path | None = None  # also write the [check] snippet here (not over a user's file)
+
+
+def _keygen(state: Path) -> Path:
+    key = state / "operator.key"
+    if not key.exists():
+        subprocess.run(
+            [*_signerd(), "keygen", "--out", str(key)],
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+    return key
+
+
+def _signerd() -> list[str]:
+    return console_script("patchgate-signerd")
+
+
+def config_snippet(lane: LaneState) -> str:
+    """The ``[check]`` table that points ``patchgate check`` at this lane."""
+    return (
+        f"{_MARKER}; `patchgate down` does not remove it\n"
+        "[check]\n"
+        f'signer = "{lane.signer.address}"\n'
+        f'executor = ["{lane.executor.address}"]\n'
+        f'operator_keyring = "{lane.operator_keyring}"\n'
+    )
+
+
+def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
+    """Start both daemons (refusing if this state dir already runs some) and persist the state."""
+    state = settings.state_dir.resolve()
+    existing = LaneState.load(state)
+    if existing is not None and any(_alive(d.pid) for d in (existing.signer, existing.executor)):
+        raise PatchgateError(f"a lane is already up in {state}; run `patchgate down` first")
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o750)  # noqa: S103 - group access is the patchgate-clients model
+    key = _keygen(state)
+    keyring = Path(f"{key}.pub")
+    sock_dir = state / "signer"
+    sock_dir.mkdir(exist_ok=True)
+    os.chmod(sock_dir, 0o750)  # noqa: S103 - only the signer user and its client group
+    (state / "executor").mkdir(exist_ok=True)
+    signer_addr = f"unix:{sock_dir / 'signer.sock'}"
+    executor_addr = f"unix:{state / 'executor' / 'executor.sock'}"
+    say(f"starting patchgate-signerd on {signer_addr}")
+    signer = start_daemon(
+        "patchgate-signerd",
+        [
+            "serve",
+            "--key",
+            str(key),
+            "--listen",
+            signer_addr,
+            "--audit-log",
+            str(state / "audit.log"),
+        ],
+        signer_addr,
+        state / "logs" / "signerd.log",
+    )
+    exec_args = [
+        "serve",
+        "--operator-keyring",
+        str(keyring),
+        "--listen",
+        executor_addr,
+        "--image",
+        settings.image,
+        "--runtime",
+        settings.runtime,
+    ]
+    if settings.max_parallel:
+        exec_args += ["--max-parallel", str(settings.max_parallel)]
+    say(f"starting patchgate-executord on {executor_addr} (image {settings.image})")
+    try:
+        executor = start_daemon(
+            "patchgate-executord", exec_args, executor_addr, state / "logs" / "executord.log"
+        )
+    except PatchgateError:
+        stop_pid(signer.pid)
+        raise
+    lane = LaneState(
+        state_dir=str(state), operator_keyring=str(keyring), signer=signer, executor=executor
+    )
+    lane.save()
+    snippet = config_snippet(lane)
+    (state / "patchgate.toml").write_text(snippet, encoding="utf-8")
+    if settings.write_config is not None:
+        _write_config(settings.write_config, snippet, say)
+    return lane
+
+
+def _write_config(path: Path, snippet: str, say: Callable[[str], None]) -> None:
+    if path.exists() and not path.read_text(encoding="utf-8").startswith(_MARKER):
+        say(f"not writing {path}: it exists and was not written by `patchgate up`")
+        return
+    path.write_text(snippet, encoding="utf-8")
+    say(f"wrote {path}: `patchgate check` run from here finds the daemons without flags")
+
+
+def lane_down(state_dir: Path, say: Callable[[str], None]) -> bool:
+    """Stop what ``up`` started in ``state_dir`` (by pid); True if anything was running."""
+    state = state_dir.resolve()
+    lane = LaneState.load(state)
+    if lane is None:
+        say(f"nothing to stop: no lane state in {state}")
+        return False
+    stopped = False
+    for d in (lane.executor, lane.signer):
+        if stop_pid(d.pid):
+            say(f"stopped {d.name} (pid {d.pid})")
+            stopped = True
+        _remove_socket(d)
+    (state / "lane.json").unlink(missing_ok=True)
+    return stopped
+
+
+def _remove_socket(d: DaemonProc) -> None:
+    if d.address.startswith("unix:"):
+        Path(d.address[len("unix:") :]).unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
