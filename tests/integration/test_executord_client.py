@@ -1,0 +1,46 @@
+"""ExecutorClient against real sockets: transport failures are returned as records, never raised."""
+
+from __future__ import annotations
+
+import pytest
+
+from patchgate.executor_client import ExecutorClient
+from patchgate.keys import Keyring
+from tests.integration.fixtures_executor import billing_case, prop
+
+pytestmark = pytest.mark.integration
+
+
+def test_unreachable_executor_returns_unavailable_records(operator_key, tmp_path):
+    """No daemon at the address: one `unavailable` record per (property, run), no outcome."""
+    case = billing_case(
+        tmp_path, operator_key.signer,
+        properties=(prop("a", "properties/test_billing.py::test_prorate_non_negative"),
+                    prop("b", "properties/test_billing.py::test_prorate_bounded_by_amount")),
+    )  # fmt: skip
+    with ExecutorClient(f"unix:{tmp_path}/nobody.sock", timeout=5) as client:
+        result = client.execute(
+            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
+            properties=case.properties,
+        )  # fmt: skip
+    assert result.outcomes == ()
+    assert [(t.property_id, t.run_index, t.kind) for t in result.transport] == [
+        ("a", 1, "unavailable"), ("a", 2, "unavailable"), ("b", 1, "unavailable"), ("b", 2, "unavailable"),
+    ]  # fmt: skip
+
+
+@pytest.mark.docker
+def test_result_signed_by_another_key_is_discarded(
+    executor_daemon, operator_key, executor_key, tmp_path
+):
+    """A result that does not verify under the expected executor keyring becomes `internal`."""
+    case = billing_case(tmp_path, operator_key.signer)
+    ring = Keyring([executor_key.signer.keyring_entry()])  # not the daemon's key
+    with ExecutorClient(executor_daemon.address, executor_keyring=ring) as client:
+        result = client.execute(
+            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
+            properties=case.properties,
+        )  # fmt: skip
+    assert result.outcomes == ()
+    assert {t.kind for t in result.transport} == {"internal"}
+    assert result.envelope is None
