@@ -7,9 +7,11 @@ at line *k* itself (invalid JSON, non-canonical bytes or a wrong ``hash``); a re
 a recomputed ``hash`` is caught at line *k+1* (``prev``). Cutting lines off the end is not visible
 from the file alone: the daemon logs every line's hash, so compare the head with an external copy.
 
-Writes use group commit: concurrent requests append under a lock, and one fsync makes a batch
-durable. ``append`` returns only once its own line is on disk; after any write or fsync failure
-the log is closed for good and every later ``append`` raises (fail closed) until a restart.
+Writes use group commit: concurrent requests append under a lock, and one ``fdatasync`` makes a
+batch durable (for an append-only file it flushes the data and the new size, which is what a
+reader needs; it skips only the mtime update). ``append`` returns only once its own line is on
+disk; after any write or sync failure the log is closed for good and every later ``append``
+raises (fail closed) until a restart.
 """
 
 from __future__ import annotations
@@ -102,8 +104,15 @@ class AuditLog:
                 f"audit log {self.path}: {exc}; run: patchgate-signerd audit-verify"
             ) from None
         try:
+            created = not self.path.exists()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
             os.fsync(self._fd)
+            if created:  # make the new directory entry durable too
+                dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
         except OSError as exc:
             raise ConfigError(f"audit log {self.path}: cannot write: {exc.strerror}") from None
         self._lock = threading.Lock()  # seq, prev and the pending batch
@@ -150,10 +159,11 @@ class AuditLog:
                 while view:
                     written = os.write(self._fd, view)
                     view = view[written:]
-                os.fsync(self._fd)
-            except OSError as exc:
+                os.fdatasync(self._fd)
+            except Exception as exc:  # any failure leaves the file state unknown: close for good
                 with self._lock:
-                    self._broken = exc.strerror or type(exc).__name__
+                    why = exc.strerror if isinstance(exc, OSError) else None
+                    self._broken = why or type(exc).__name__
                 raise AuditError(f"audit log write failed: {self._broken}") from None
             self._durable = last
 

@@ -94,7 +94,6 @@ class SignerCore:
             "",
             "OK",
         )
-        log.info("signed", pin_id=manifest.pin_id, digest=digest, keyid=self._keys.active_keyid)
         return SignResult(envelope=envelope, digest=digest)
 
     def keyring(self, caller: Caller) -> list[PublishedKey]:
@@ -130,4 +129,6 @@ class SignerCore:
         except AuditError as exc:
             log.error("audit write failed; refusing", error=str(exc))
             raise AuditUnavailable("audit log unavailable; the signer refuses to answer") from None
-        log.info("audited", decision=decision, code=code, reason=reason, audit_hash=line_hash)
+        log.info(
+            "decided", **fields, decision=decision, code=code, reason=reason, audit_hash=line_hash
+        )

@@ -47,6 +47,7 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
 
     def __init__(self, service_prefix: str) -> None:
         self._prefix = service_prefix
+        self._wrapped: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
 
     def intercept_service(
         self,
@@ -58,8 +59,12 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         method: str = handler_call_details.method
         if handler is None or not method.startswith(self._prefix) or handler.unary_unary is None:
             return handler
-        return grpc.unary_unary_rpc_method_handler(
-            _wrap(method, handler.unary_unary),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        wrapped = self._wrapped.get(method)
+        if wrapped is None:  # handlers are fixed at registration: wrap each method once
+            wrapped = grpc.unary_unary_rpc_method_handler(
+                _wrap(method, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+            self._wrapped[method] = wrapped
+        return wrapped
