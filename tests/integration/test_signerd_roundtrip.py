@@ -157,3 +157,18 @@ def test_encrypted_key_serves_with_its_passphrase_file(tmp_path: Path) -> None:
     finally:
         assert daemon.stop() == 0
         shutil.rmtree(daemon.socket_dir, ignore_errors=True)
+
+
+def test_logs_are_json_lines_without_key_material(signer_daemon: SignerDaemon) -> None:
+    """The daemon's stderr is JSON lines with per-RPC context and never the private key."""
+    with SignerClient(signer_daemon.address) as client:
+        client.sign_fixture_digest(VECTOR)
+    key_path = Path(str(signer_daemon.keyring_path).removesuffix(".pub"))
+    secret_lines = key_path.read_text().splitlines()[1:-1]
+    assert signer_daemon.stop() == 0
+    log = signer_daemon.stderr()
+    records = [json.loads(line) for line in log.splitlines()]
+    decided = [r for r in records if r["event"] == "decided"]
+    assert decided[0]["rpc"] == "/patchgate.v1.Signer/SignFixtureDigest"
+    assert decided[0]["rpc_id"]
+    assert all(s not in log for s in secret_lines)
