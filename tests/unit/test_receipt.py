@@ -1,0 +1,71 @@
+"""client.receipt: the receipt of DESIGN §7 and the human summary table."""
+
+from __future__ import annotations
+
+from client.credit import CreditRow
+from client.receipt import build_receipt, render_summary
+from patchgate.ledgers import Receipt
+
+
+def _receipt(**kw: object) -> Receipt:
+    args: dict[str, object] = {
+        "review_clock": "2026-09-10T12:00:00.000Z",
+        "patch_sha256": "a" * 64,
+        "decision": "admit",
+        "posture": "reject_credit",
+        "admit": False,
+        "changed_symbols": ["billing.prorate", "billing.invoice_total"],
+        "credits": {"billing.prorate": 1},
+        "coverage": 0.5,
+        "rejection_codes": ["R1", "R5"],
+    }
+    args.update(kw)
+    return build_receipt(**args)  # type: ignore[arg-type]
+
+
+def test_every_changed_symbol_has_a_credit_entry() -> None:
+    assert _receipt().credits == {"billing.prorate": 1, "billing.invoice_total": 0}
+
+
+def test_receipt_has_exactly_the_design_fields() -> None:
+    keys = set(_receipt().to_json())
+    assert keys == {
+        "schema", "review_clock", "patch_sha256", "decision", "posture", "changed_symbols",
+        "excluded_paths", "credits", "coverage", "fixture_status", "fixture_digest",
+        "freeze_citations", "predicate_hashes", "rejection_codes", "transport", "lanes", "admit",
+        "recorded_at",
+    }  # fmt: skip
+
+
+def test_lanes_always_have_local_and_remote() -> None:
+    assert set(_receipt(lanes={"local": {"x": 1}}).lanes) == {"local", "remote"}
+
+
+def test_receipt_round_trips_through_json() -> None:
+    r = _receipt(freeze_citations=["FLK-2", "FLK-1", "FLK-2"])
+    assert Receipt.from_json(r.to_json()) == r
+    assert r.freeze_citations == ["FLK-1", "FLK-2"]
+
+
+def test_summary_table_has_the_columns_and_a_row_per_property() -> None:
+    rows = (
+        CreditRow(symbol="billing.prorate", property_id="p.a", assertion_class="property",
+                  run1="pass", run2="pass", credit=1),
+        CreditRow(symbol="billing.invoice_total", property_id="p.b", assertion_class="fixture_eq",
+                  run1="pass", run2="pass", credit=0),
+    )  # fmt: skip
+    text = render_summary(_receipt(), rows, ["why not"])
+    header = text.splitlines()[0].split()
+    assert header == ["symbol", "property", "class", "run", "1", "run", "2", "credit"]
+    assert "p.b" in text
+    assert "fixture_eq" in text
+    assert "R1, R5" in text
+    assert "why not" in text
+    assert "admit      no" in text
+
+
+def test_summary_without_rows_lists_symbols_or_says_there_are_none() -> None:
+    assert "billing.prorate" in render_summary(_receipt(), ())
+    assert "no changed production symbol" in render_summary(
+        _receipt(changed_symbols=[], credits={}), ()
+    )
