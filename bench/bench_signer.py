@@ -202,7 +202,7 @@ def main() -> int:
     print(f"{'measure':<52}{'value':>14}{'x floor':>10}")
     rows = [
         ("Ed25519 sign, in process (floor)", f"{floor:.1f} us", 1.0),
-        ("validate+digest+sign+audit fsync, in process", f"{inproc:.1f} us", inproc / floor),
+        ("validate+digest+sign+audit sync, in process", f"{inproc:.1f} us", inproc / floor),
         ("sign RPC p50, unix socket, 1 client", f"{p50 / 1000:.2f} ms", p50 / floor),
         ("sign RPC p99, unix socket, 1 client", f"{p99 / 1000:.2f} ms", p99 / floor),
         (f"throughput, {args.threads} clients in 1 process", f"{tput1:,.0f} sig/s", None),
