@@ -19,7 +19,7 @@ def test_worker_drain():
 
 
 def _add_flaky_property(repo: BillingRepo) -> None:
-    """A person's base commit: FLK-1044's test becomes a pinned property, failing as the flake does."""
+    """A person's base commit: FLK-1044's test becomes a pinned property, failing as flaked."""
     (repo.path / "tests" / "test_checkout.py").write_text(CHECKOUT_TEST)
     pins = repo.path / "pins" / "properties.json"
     doc = json.loads(pins.read_text())
