@@ -108,3 +108,18 @@ def test_plaintext_caller_is_refused(tls_signer: SignerDaemon) -> None:
     """A plaintext connection to the mTLS signer does not get an answer."""
     with SignerClient(tls_signer.address, timeout=3) as c, pytest.raises(TransportError):
         c.get_keyring()
+
+
+def test_mtls_over_tcp_with_port_zero(operator_key: KeyPair, pki: TestPKI) -> None:
+    """With TLS the signer may listen on TCP; port 0 is reported as the real port."""
+    daemon = start_signer(
+        [operator_key.key_path], listen="127.0.0.1:0", extra_args=pki.server_args()
+    )
+    try:
+        assert not daemon.address.endswith(":0")
+        with SignerClient(daemon.address, tls=pki.client_tls(pki.client)) as c:
+            _, st = c.sign_and_verify(MANIFEST, Keyring.load(daemon.keyring_path))
+        assert st.digest == MANIFEST.digest()
+    finally:
+        assert daemon.stop() == 0
+        shutil.rmtree(daemon.socket_dir, ignore_errors=True)
