@@ -122,7 +122,11 @@ class FakeRuntime:
             self._runs.pop(cid, None)
 
     def list_labeled(self, label: str, value: str) -> list[str]:
-        return [c for c, s in self._specs.items() if s.labels.get(label) == value and c not in self.removed]
+        return [
+            c
+            for c, s in self._specs.items()
+            if s.labels.get(label) == value and c not in self.removed
+        ]
 
     @property
     def live(self) -> list[str]:

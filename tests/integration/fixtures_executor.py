@@ -3,10 +3,10 @@
 - ``docker_engine`` (session): ``scripts/docker.sh start`` (fails loudly if no engine comes up); at
   the end checks that no container with the executor label is left and runs ``docker.sh stop``,
   which stops only a dockerd the script itself started.
-- ``executor_daemon``: ``patchgate-executord serve --image host`` on a tmp unix socket, given only the
-  operator public keyring of ``operator_key``.
-- ``start_executor(...)``: the same with custom flags / environment; ``billing_case(...)``: a tmp copy
-  of ``examples/billing`` with extra property files and an envelope signed by the operator key.
+- ``executor_daemon``: ``patchgate-executord serve --image host`` on a tmp unix socket, given only
+  the operator public keyring of ``operator_key``.
+- ``start_executor(...)``: the same with custom flags / environment; ``billing_case(...)``: a tmp
+  copy of ``examples/billing`` with extra property files and an envelope signed by the operator key.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def private_dockerd(docker_engine: None) -> Iterator[PrivateDockerd]:
 
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[None]:
-    """A Docker engine (started by scripts/docker.sh if none answers); no labeled leftovers at the end."""
+    """A Docker engine (docker.sh starts one if none answers); no labeled leftovers after."""
     subprocess.run(
         [str(REPO / "scripts" / "docker.sh"), "start"], check=True, stdin=subprocess.DEVNULL
     )

@@ -25,7 +25,8 @@ def test_unreachable_executor_returns_unavailable_records(operator_key, tmp_path
         )  # fmt: skip
     assert result.outcomes == ()
     assert [(t.property_id, t.run_index, t.kind) for t in result.transport] == [
-        ("a", 1, "unavailable"), ("a", 2, "unavailable"), ("b", 1, "unavailable"), ("b", 2, "unavailable"),
+        ("a", 1, "unavailable"), ("a", 2, "unavailable"),
+        ("b", 1, "unavailable"), ("b", 2, "unavailable"),
     ]  # fmt: skip
 
 

@@ -56,7 +56,7 @@ def _health(address: str) -> int:
 
 
 def test_engine_stopped_mid_run_is_unavailable(private_dockerd, operator_key, tmp_path):
-    """A dockerd that dies mid-run: `unavailable` transport records; the daemon still answers health."""
+    """A dockerd dying mid-run: `unavailable` transport records; the daemon still answers health."""
     daemon = start_executor(
         tmp_path, operator_key.keyring_path, env={"DOCKER_HOST": private_dockerd.host}
     )
@@ -99,7 +99,7 @@ def test_sigterm_mid_run_removes_containers(docker_engine, operator_key, tmp_pat
                 workspace=case.workspace,
                 fixture_root="fixtures",
                 properties=case.properties,
-            )  # fmt: skip
+            )
         ),
         daemon=True,
     )
@@ -109,7 +109,8 @@ def test_sigterm_mid_run_removes_containers(docker_engine, operator_key, tmp_pat
         assert daemon.stop() == 0
         worker.join(30)
         assert labeled_containers(daemon.instance) == []
-        assert box and not box[0].outcomes  # nothing scored from a shutdown
+        assert box, "the client returned nothing"
+        assert not box[0].outcomes  # nothing scored from a shutdown
     finally:
         client.close()
         daemon.stop()
@@ -145,7 +146,7 @@ def test_client_cancel_removes_containers(executor_daemon, operator_key, tmp_pat
 
 
 def test_startup_sweep_removes_leftovers(executor_daemon, operator_key, tmp_path):
-    """A leftover container with the daemon's label is removed when a daemon with that label starts."""
+    """A leftover container with a daemon's label is removed when a daemon with it starts."""
     with ExecutorClient(executor_daemon.address) as client:
         image = client.info().image
     executor_daemon.stop()

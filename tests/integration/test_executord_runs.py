@@ -20,7 +20,7 @@ def test_always_fails():
 def test_pass_and_fail_twice_with_equal_hashes(
     executor_daemon: ExecutorProc, operator_key, tmp_path: Path
 ):
-    """A passing and a failing property: pass/fail in both runs, equal outcome hashes per property."""
+    """A passing and a failing property: pass/fail in both runs, equal hashes per property."""
     case = billing_case(
         tmp_path,
         operator_key.signer,
@@ -45,5 +45,6 @@ def test_pass_and_fail_twice_with_equal_hashes(
     assert by["bad", 1].outcome_hash == by["bad", 2].outcome_hash
     assert "arithmetic moved" in by["bad", 1].failure_signature
     assert result.observed_fixture_digest == case.manifest.digest()
-    assert result.envelope is not None and result.executor_keyid
+    assert result.envelope is not None
+    assert result.executor_keyid
     assert result.sandbox["network_mode"] == "none"

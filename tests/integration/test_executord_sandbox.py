@@ -1,4 +1,4 @@
-"""Sandbox policy with real containers: network off, read-only mounts, clock, pids, memory, flakes."""
+"""Sandbox policy, real containers: network off, read-only mounts, clock, pids, memory, flakes."""
 
 from __future__ import annotations
 
@@ -86,7 +86,9 @@ def _run(
         extra_files={f"properties/test_{name}.py": text},
         properties=(
             prop(
-                name, f"properties/test_{name}.py::test_" + text.split("def test_")[1].split("(")[0]
+                name,
+                f"properties/test_{name}.py::test_"
+                + text.split("def test_")[1].split("(", maxsplit=1)[0],
             ),
         ),
         **kw,

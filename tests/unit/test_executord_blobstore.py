@@ -1,4 +1,4 @@
-"""Content-addressed blob store: re-hash on arrival, atomic placement, bounded size with eviction."""
+"""Content-addressed blob store: re-hash on arrival, atomic placement, bounded with eviction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Executor logic with a fake ContainerRuntime: refusals before any container, runs, hygiene, signing."""
+"""Executor logic, fake ContainerRuntime: refusals before any container, runs, hygiene, signing."""
 
 from __future__ import annotations
 
