@@ -1,0 +1,106 @@
+"""Run every benchmark once and print ONE table (ratios measured side by side in this run).
+
+Digest throughput (bench_digest), signer latency/throughput (functions of bench_signer, called as
+they are), gate overhead + re-upload + fleet scaling (bench_gate), then the machine it ran on.
+If bench/bench_sandbox.py exists, its own table is printed after ours (run as it is).
+Temp data lives under /tmp/pgbench-* and is removed at the end. About 8 minutes on 2 cores.
+
+Usage: .venv/bin/python bench/run_all.py [--signer-requests N] [--reps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import bench_signer
+from _table import Row, render
+from bench_digest import digest_rows
+from bench_gate import gate_rows
+
+from patchgate.keys import generate_key_file
+from patchgate.logs import configure_logging
+
+HERE = Path(__file__).resolve().parent
+
+
+def signer_rows(tmp: Path, requests: int, threads: int = 16) -> list[Row]:
+    """bench_signer's measurements: RPC p50/p99 and sig/s at 16 clients beside in-process sign."""
+    generate_key_file(tmp / "op.key", "operator")
+    floor = bench_signer.floor_us(3000)
+    inproc = bench_signer.in_process_us(tmp, requests)
+    proc, address = bench_signer.start(tmp, tmp / "op.key")
+    try:
+        lat = bench_signer.latency_us(address, requests)
+        tput = bench_signer.throughput(address, requests * 2, threads, 2)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    p50, p99 = lat[len(lat) // 2], lat[int(len(lat) * 0.99) - 1]
+    return [
+        Row("signer", "sign RPC p50, unix socket, 1 client", f"{p50 / 1000:.2f} ms",
+            f"{floor:.0f} µs Ed25519 in process", f"{p50 / floor:.0f}x floor", "≤ 2 ms"),
+        Row("signer", "sign RPC p99, unix socket, 1 client", f"{p99 / 1000:.2f} ms",
+            f"{inproc:.0f} µs validate+sign+audit in process", f"{p99 / inproc:.1f}x in-proc"),
+        Row("signer", f"signatures/s, {threads} concurrent clients (2 client procs)",
+            f"{tput:,.0f} sig/s", f"{1e6 / floor:,.0f} sig/s Ed25519 floor (1 core)",
+            f"{tput * floor / 1e6:.2f}x floor", "≥ 2,000 sig/s"),
+    ]  # fmt: skip
+
+
+def machine() -> list[str]:
+    """nproc, memory, kernel, docker version, Python."""
+    mem = next(
+        ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")
+    )
+    docker = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"],
+                            capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.machine())  # fmt: skip
+    return [
+        f"nproc: {os.cpu_count()} ({cpu})",
+        f"memory: {int(mem.split()[1]) // 1024:,} MiB",
+        f"kernel: {platform.release()}",
+        f"docker: {docker or 'not answering'}",
+        f"python: {platform.python_version()}",
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--signer-requests", type=int, default=1000)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    configure_logging("warning", json_lines=True)
+    t0 = time.monotonic()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="pgbench-", dir="/tmp") as d:
+        tmp = Path(d)
+        for name in ("digest", "signer", "gate"):
+            (tmp / name).mkdir()
+        print("digest ...", file=sys.stderr, flush=True)
+        rows += digest_rows(tmp / "digest")
+        print("signer ...", file=sys.stderr, flush=True)
+        rows += signer_rows(tmp / "signer", args.signer_requests)
+        print("gate, re-upload, fleet ...", file=sys.stderr, flush=True)
+        rows += gate_rows(tmp / "gate", reps=args.reps)
+    print(render(rows))
+    print()
+    for line in machine():
+        print(f"- {line}")
+    print(f"- total bench wall time: {(time.monotonic() - t0) / 60:.1f} min")
+    sandbox = HERE / "bench_sandbox.py"
+    if sandbox.exists():
+        print("\nbench_sandbox.py (its own table):", flush=True)
+        subprocess.run([sys.executable, str(sandbox)], check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
