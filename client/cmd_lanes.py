@@ -8,7 +8,7 @@ from pathlib import Path
 
 from client.lanes import LaneSettings, config_snippet, lane_down, lane_up
 
-__all__ = ["register", "run_down", "run_up"]
+__all__ = ["register", "run", "run_down", "run_up"]
 
 _UP = """\
 Start patchgate-signerd and patchgate-executord in the background as two separate processes on unix
@@ -37,12 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="FILE",
         help="where to write the [check] snippet (never over a file `up` did not write)",
     )
-    up.set_defaults(func=run_up)
+    up.set_defaults(func=run)
     down = subparsers.add_parser(
         "down", help="stop what `patchgate up` started", description="Stop both daemons by pid."
     )
     down.add_argument("--state-dir", type=Path, default=Path(".patchgate"), metavar="DIR")
-    down.set_defaults(func=run_down)
+    down.set_defaults(func=run)
 
 
 def run_up(args: argparse.Namespace) -> int:
@@ -69,3 +69,8 @@ def run_down(args: argparse.Namespace) -> int:
     """Stop the lane; exit 0 either way (nothing running is not an error)."""
     lane_down(args.state_dir, _say)
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch ``up`` or ``down``."""
+    return run_up(args) if args.command == "up" else run_down(args)
