@@ -2,7 +2,8 @@
 
 Digest throughput (bench_digest), signer latency/throughput (functions of bench_signer, called as
 they are), gate overhead + re-upload + fleet scaling (bench_gate), then the machine it ran on.
-If bench/bench_sandbox.py exists, its own table is printed after ours (run as it is).
+If bench/bench_sandbox.py exists, its own table is printed after ours (run as it is, with
+``--n 4 --repeat 1`` to stay inside the time budget; ``--no-sandbox`` skips it).
 Temp data lives under /tmp/pgbench-* and is removed at the end. About 8 minutes on 2 cores.
 
 Usage: .venv/bin/python bench/run_all.py [--signer-requests N] [--reps N]
@@ -76,6 +77,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--signer-requests", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-sandbox", action="store_true", help="skip bench_sandbox.py")
     args = ap.parse_args()
     configure_logging("warning", json_lines=True)
     t0 = time.monotonic()
@@ -96,9 +98,9 @@ def main() -> int:
         print(f"- {line}")
     print(f"- total bench wall time: {(time.monotonic() - t0) / 60:.1f} min")
     sandbox = HERE / "bench_sandbox.py"
-    if sandbox.exists():
+    if sandbox.exists() and not args.no_sandbox:
         print("\nbench_sandbox.py (its own table):", flush=True)
-        subprocess.run([sys.executable, str(sandbox)], check=False)
+        subprocess.run([sys.executable, str(sandbox), "--n", "4", "--repeat", "1"], check=False)
     return 0
 
 
