@@ -150,32 +150,38 @@ def main() -> int:
                 _docker_argv(image, ws, c, env.bin_dir) for c in _commands(args.n) for _ in (1, 2)
             ]
             bare_jobs = [[sys.executable, *c[1:]] for c in _commands(args.n) for _ in (1, 2)]
-            for _ in range(args.repeat):
-                timings["patchgate"].append(_timed(via_patchgate))
-                timings["docker run"].append(_timed(lambda: _parallel(docker_jobs, args.parallel)))
-                timings["bare pytest"].append(
-                    _timed(lambda: _parallel(bare_jobs, args.parallel, ws))
-                )
+            modes: list[tuple[str, Callable[[], object]]] = [
+                ("patchgate", via_patchgate),
+                ("docker run", lambda: _parallel(docker_jobs, args.parallel)),
+                ("bare pytest", lambda: _parallel(bare_jobs, args.parallel, ws)),
+            ]
+            for rep in range(args.repeat):  # rotate the order: a load burst hits each mode alike
+                for name, fn in modes[rep % 3 :] + modes[: rep % 3]:
+                    timings[name].append(_timed(fn))
         median_start = _median_start_ms(runtime, image, ws, 10)
     finally:
         proc.terminate()
         proc.wait(30)
         shutil.rmtree(root, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in timings.items()}
+    best = {k: min(v) for k, v in timings.items()}
     runs = 2 * args.n
     print(f"\nsandbox overhead: {args.n} trivial properties x 2 runs = {runs} runs, "
-          f"parallel {args.parallel}, "
-          f"median of {args.repeat}\n")  # fmt: skip
-    print(f"{'mode':<14}{'wall s':>9}{'per run ms':>12}{'vs docker run':>15}{'vs bare':>10}")
+          f"parallel {args.parallel}, {args.repeat} repetitions\n")  # fmt: skip
+    print(f"{'mode':<13}{'median s':>9}{'per run ms':>11}{'vs docker':>10}{'vs bare':>9}"
+          f"{'best s':>8}{'vs docker':>10}{'vs bare':>9}")  # fmt: skip
     for k, v in med.items():
+        w = best[k]
         print(
-            f"{k:<14}{v:>9.2f}{v / runs * 1000:>12.0f}"
-            f"{v / med['docker run']:>15.2f}{v / med['bare pytest']:>10.2f}"
+            f"{k:<13}{v:>9.2f}{v / runs * 1000:>11.0f}"
+            f"{v / med['docker run']:>10.2f}{v / med['bare pytest']:>9.2f}"
+            f"{w:>8.2f}{w / best['docker run']:>10.2f}{w / best['bare pytest']:>9.2f}"
         )
     ratio = med["patchgate"] / med["docker run"]
+    ratio_best = best["patchgate"] / best["docker run"]
     print(
-        f"\npatchgate / docker run = {ratio:.2f} "
-        f"(target <= 1.25: {'met' if ratio <= 1.25 else 'NOT met'})"
+        f"\npatchgate / docker run: median {ratio:.2f}, best {ratio_best:.2f}"
+        f" (target <= 1.25 on the median: {'met' if ratio <= 1.25 else 'NOT met'})"
     )
     print(f"median container start (create+start, engine API): {median_start:.0f} ms")
     print(
