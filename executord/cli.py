@@ -9,6 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
+import grpc
 import structlog
 
 from executord.blobstore import BlobStore
@@ -22,6 +23,7 @@ from patchgate.errors import PatchgateError, UsageError
 from patchgate.keys import Keyring, Signer, load_signer
 from patchgate.logs import configure_logging
 from patchgate.server import DaemonServer, ServerSettings
+from patchgate.tls import ServerTLS
 from patchgate.v1 import executor_pb2_grpc
 
 __all__ = ["main"]
@@ -70,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
         default=_env("INSTANCE", "default"),
         help="container label value this daemon sweeps",
     )
+    s.add_argument("--tls-cert", type=Path, default=_env("TLS_CERT"), help="mTLS server cert")
+    s.add_argument("--tls-key", type=Path, default=_env("TLS_KEY"), help="mTLS server key")
+    s.add_argument("--client-ca", type=Path, default=_env("CLIENT_CA"), help="CA of client certs")
     s.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
     return p
 
@@ -93,13 +98,28 @@ def _settings(args: argparse.Namespace) -> ExecutorSettings:
             nano_cpus=int(args.cpus * 1e9),
             tmpfs_bytes=parse_bytes(args.tmpfs_size),
             instance=args.instance,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            client_ca=args.client_ca,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
+def _credentials(settings: ExecutorSettings) -> grpc.ServerCredentials | None:
+    """mTLS when all of --tls-cert, --tls-key, --client-ca are given; none of them: plaintext."""
+    parts = (settings.tls_cert, settings.tls_key, settings.client_ca)
+    if all(p is None for p in parts):
+        return None
+    if settings.tls_cert is None or settings.tls_key is None or settings.client_ca is None:
+        raise UsageError("--tls-cert, --tls-key and --client-ca go together")
+    tls = ServerTLS(cert=settings.tls_cert, key=settings.tls_key, client_ca=settings.client_ca)
+    return tls.server_credentials()
+
+
 def _serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    credentials = _credentials(settings)
     configure_logging(args.log_level)
     keyring = Keyring.load(settings.operator_keyring)
     if not keyring.with_role("operator"):
@@ -142,7 +162,12 @@ def _serve(args: argparse.Namespace) -> int:
     )
     service = ExecutorService(executor, store, keyring)
     server = DaemonServer(
-        ServerSettings(listen=settings.listen, interceptors=(ErrorInterceptor(),), max_workers=32),
+        ServerSettings(
+            listen=settings.listen,
+            interceptors=(ErrorInterceptor(),),
+            max_workers=32,
+            credentials=credentials,
+        ),
         lambda srv: executor_pb2_grpc.add_ExecutorServicer_to_server(service, srv),  # type: ignore[no-untyped-call]
         [SERVICE_NAME],
     )

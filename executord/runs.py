@@ -20,16 +20,16 @@ from pathlib import Path
 
 import structlog
 
-from executord.blobstore import BlobStore, is_digest
-from executord.errors import FailedPrecondition, InvalidArgument, SandboxError
+from executord.blobstore import BlobStore
+from executord.checks import check_request
+from executord.errors import FailedPrecondition, SandboxError
 from executord.junit import outcome_from_junit
 from executord.sandbox import ContainerRuntime, ContainerSpec, Mount, SandboxPolicy, run_container
-from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files, validate_path
+from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
 from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelope
-from patchgate.errors import EnvelopeError, UnsafePathError
+from patchgate.errors import EnvelopeError
 from patchgate.keys import Keyring, Signer
 from patchgate.ledgers import now_utc
-from patchgate.pins import command_allowed
 from patchgate.report import sign_result
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.v1 import executor_pb2
@@ -39,7 +39,6 @@ __all__ = ["ExecuteInput", "Executor", "Prepared", "Progress", "PropertyRun", "T
 log = structlog.get_logger("executord.runs")
 WORKSPACE = "/workspace"
 RESULTS = "/results"
-MAX_RUNS = 5
 
 
 @dataclass(frozen=True)
@@ -153,7 +152,7 @@ class Executor:
         except EnvelopeError as exc:
             raise FailedPrecondition(f"fixture envelope refused: {exc}") from exc
         manifest = statement.manifest
-        _check_request(inp, manifest)
+        check_request(inp, manifest)
         needed = [e.digest for e in inp.workspace] + [f.sha256 for f in manifest.files.values()]
         missing = self.store.missing(needed)
         if missing:
@@ -356,45 +355,6 @@ class Executor:
             "PYTHONHASHSEED": str(seed % (1 << 32)),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-
-
-def _check_request(inp: ExecuteInput, manifest: Manifest) -> None:
-    """Request shape, allowed commands, workspace paths (FailedPrecondition, InvalidArgument)."""
-    try:
-        validate_path(inp.fixture_root)
-    except UnsafePathError as exc:
-        raise InvalidArgument(f"fixture_root: {exc}") from exc
-    if not inp.properties:
-        raise InvalidArgument("no property to run")
-    if not 1 <= inp.runs <= MAX_RUNS:
-        raise InvalidArgument(f"runs must be 1..{MAX_RUNS}")
-    prefix = inp.fixture_root + "/"
-    for path in manifest.files:
-        if not path.startswith(prefix):
-            raise FailedPrecondition(
-                f"signed fixture {path!r} is not under the fixture root {inp.fixture_root!r}"
-            )
-    seen_ids: set[str] = set()
-    for prop in inp.properties:
-        if not prop.id or prop.id in seen_ids:
-            raise InvalidArgument(f"property id {prop.id!r} empty or repeated")
-        seen_ids.add(prop.id)
-        if not command_allowed(prop.command, manifest.allowed_commands):
-            raise FailedPrecondition(
-                f"property {prop.id}: command {list(prop.command)!r} "
-                "is not allowed by the signed allowed_commands"
-            )
-    seen: set[str] = set()
-    for item in inp.workspace:
-        try:
-            validate_path(item.path)
-        except UnsafePathError as exc:
-            raise InvalidArgument(f"workspace: {exc}") from exc
-        if item.path == inp.fixture_root or item.path.startswith(prefix):
-            raise FailedPrecondition(f"workspace path {item.path!r} is under the fixture root")
-        if item.path in seen or not is_digest(item.digest):
-            raise InvalidArgument(f"workspace entry {item.path!r}: repeated path or bad digest")
-        seen.add(item.path)
 
 
 def _with_files(m: Manifest, files: dict[str, FileEntry]) -> Manifest:

@@ -49,6 +49,9 @@ class ExecutorSettings:
     sandbox_uid: int = 10001
     label: str = "patchgate.executord"
     instance: str = "default"
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    client_ca: Path | None = None
 
     @property
     def blob_dir(self) -> Path:

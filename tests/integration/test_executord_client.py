@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from patchgate.errors import TransportError
 from patchgate.executor_client import ExecutorClient
 from patchgate.keys import Keyring
-from tests.integration.fixtures_executor import billing_case, prop
+from patchgate.pki import issue, make_ca
+from patchgate.tls import ClientTLS
+from tests.integration.fixtures_executor import billing_case, prop, start_executor
 
 pytestmark = pytest.mark.integration
 
@@ -45,3 +48,24 @@ def test_result_signed_by_another_key_is_discarded(
     assert result.outcomes == ()
     assert {t.kind for t in result.transport} == {"internal"}
     assert result.envelope is None
+
+
+@pytest.mark.docker
+def test_mtls_executor_needs_a_client_certificate(docker_engine, operator_key, tmp_path):
+    """mTLS: a client with a CA-issued certificate is served; a plaintext client is not."""
+    certs = tmp_path / "pki"
+    ca = make_ca(certs)
+    server = issue(certs, "executor")
+    client_cert = issue(certs, "client")
+    daemon = start_executor(
+        tmp_path, operator_key.keyring_path,
+        "--tls-cert", str(server.cert), "--tls-key", str(server.key), "--client-ca", str(ca.cert),
+    )  # fmt: skip
+    try:
+        tls = ClientTLS(ca_cert=ca.cert, cert=client_cert.cert, key=client_cert.key)
+        with ExecutorClient(daemon.address, tls=tls) as client:
+            assert client.info().executor_keyid
+        with ExecutorClient(daemon.address, timeout=3) as plain, pytest.raises(TransportError):
+            plain.info()
+    finally:
+        daemon.stop()

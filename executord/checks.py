@@ -1,0 +1,62 @@
+"""Request checks that refuse before anything is materialized or started (FailedPrecondition).
+
+Shape (safe paths, ids, run count) is INVALID_ARGUMENT; anything the signed manifest forbids — a
+command no allowed command prefixes, a fixture outside the fixture root, a workspace file inside
+it — is FAILED_PRECONDITION.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from executord.blobstore import is_digest
+from executord.errors import FailedPrecondition, InvalidArgument
+from patchgate.digest import Manifest, validate_path
+from patchgate.errors import UnsafePathError
+from patchgate.pins import command_allowed
+
+if TYPE_CHECKING:
+    from executord.runs import ExecuteInput
+
+__all__ = ["MAX_RUNS", "check_request"]
+
+MAX_RUNS = 5
+
+
+def check_request(inp: ExecuteInput, manifest: Manifest) -> None:
+    """Request shape, allowed commands, workspace paths (FailedPrecondition, InvalidArgument)."""
+    try:
+        validate_path(inp.fixture_root)
+    except UnsafePathError as exc:
+        raise InvalidArgument(f"fixture_root: {exc}") from exc
+    if not inp.properties:
+        raise InvalidArgument("no property to run")
+    if not 1 <= inp.runs <= MAX_RUNS:
+        raise InvalidArgument(f"runs must be 1..{MAX_RUNS}")
+    prefix = inp.fixture_root + "/"
+    for path in manifest.files:
+        if not path.startswith(prefix):
+            raise FailedPrecondition(
+                f"signed fixture {path!r} is not under the fixture root {inp.fixture_root!r}"
+            )
+    seen_ids: set[str] = set()
+    for prop in inp.properties:
+        if not prop.id or prop.id in seen_ids:
+            raise InvalidArgument(f"property id {prop.id!r} empty or repeated")
+        seen_ids.add(prop.id)
+        if not command_allowed(prop.command, manifest.allowed_commands):
+            raise FailedPrecondition(
+                f"property {prop.id}: command {list(prop.command)!r} "
+                "is not allowed by the signed allowed_commands"
+            )
+    seen: set[str] = set()
+    for item in inp.workspace:
+        try:
+            validate_path(item.path)
+        except UnsafePathError as exc:
+            raise InvalidArgument(f"workspace: {exc}") from exc
+        if item.path == inp.fixture_root or item.path.startswith(prefix):
+            raise FailedPrecondition(f"workspace path {item.path!r} is under the fixture root")
+        if item.path in seen or not is_digest(item.digest):
+            raise InvalidArgument(f"workspace entry {item.path!r}: repeated path or bad digest")
+        seen.add(item.path)
