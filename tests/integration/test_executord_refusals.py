@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 
 from patchgate.envelope import Envelope, Sig, fixture_statement, sign_envelope
@@ -13,6 +15,7 @@ from patchgate.errors import RefusedError
 from patchgate.executor_client import ExecutorClient
 from patchgate.keys import Keyring
 from patchgate.ledgers import now_utc
+from patchgate.v1 import executor_pb2, executor_pb2_grpc
 from tests.integration.fixtures_executor import (
     ExecutorProc,
     billing_case,
@@ -106,3 +109,16 @@ def test_second_execution_uploads_nothing(executor_daemon, operator_key, tmp_pat
     assert second.uploaded_bytes == 0
     assert [o.outcome for o in second.outcomes] == ["pass"]
     assert len(containers_created_since(t0, executor_daemon.instance)) == 2  # the probe sees runs
+
+
+def test_upload_whose_bytes_do_not_match_is_invalid_argument(executor_daemon, tmp_path):
+    """A blob re-hashed on arrival that does not match its name: INVALID_ARGUMENT, not stored."""
+    claimed = hashlib.sha256(b"the real bytes").hexdigest()
+    chunk = executor_pb2.BlobChunk(digest=claimed, size=10, offset=0, data=b"evil bytes")
+    with grpc.insecure_channel(executor_daemon.address) as ch:
+        stub = executor_pb2_grpc.ExecutorStub(ch)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.UploadBlobs(iter([chunk]), timeout=10)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        missing = stub.FindMissingBlobs(executor_pb2.FindMissingBlobsRequest(digests=[claimed]))
+    assert list(missing.missing) == [claimed]
