@@ -211,7 +211,9 @@ class ExecutorClient:
             result = self._stream(request, on_progress)
         except TransportError as exc:
             return self._failed(pairs, exc.kind, exc.detail, uploaded)
-        return self._verify(result, keyring, signed_digest, pairs, uploaded, upload_ms)
+        return self._verify(
+            result, keyring, (request_id, signed_digest), pairs, uploaded, upload_ms
+        )
 
     def _stream(
         self, request: executor_pb2.ExecuteRequest, on_progress: Callable[[str], None] | None
@@ -234,12 +236,13 @@ class ExecutorClient:
         self,
         result: executor_pb2.ExecuteResult,
         keyring: Keyring,
-        signed_digest: str,
+        expected: tuple[str, str],
         pairs: list[tuple[str, int]],
         uploaded: int,
         upload_ms: int,
     ) -> ExecutionResult:
         report = result.report
+        request_id, signed_digest = expected
         envelope = Envelope.from_proto(result.result_envelope)
         try:
             verified = verify_result(envelope, keyring)
@@ -249,7 +252,22 @@ class ExecutorClient:
             return self._failed(pairs, "internal", "signed report differs", uploaded)
         if report.observed_fixture_digest != signed_digest:
             return self._failed(pairs, "internal", "observed another digest", uploaded)
+        if report.request_id != request_id:
+            return self._failed(pairs, "internal", "report of another request", uploaded)
         extra = {"lane": self.lane, "address": self.address}
+        try:
+            outcomes = tuple(RunOutcome.from_proto(o) for o in report.outcomes if _wanted(o, pairs))
+        except ValueError as exc:
+            return self._failed(pairs, "internal", f"malformed report: {exc}", uploaded)
+        transport = [TransportRecord.from_proto(t, **extra) for t in report.transport]
+        reported = {(o.property_id, o.run_index) for o in outcomes}
+        reported |= {(t.property_id, t.run_index) for t in transport}
+        transport += [
+            TransportRecord(kind="empty_response", detail="run not reported", property_id=pid,
+                            run_index=r, **extra)
+            for pid, r in pairs
+            if (pid, r) not in reported
+        ]  # fmt: skip
         timings = json_format.MessageToDict(
             report.timings,
             preserving_proto_field_name=True,
@@ -260,8 +278,8 @@ class ExecutorClient:
             lane=self.lane,
             executor_keyid=verified.keyid,
             observed_fixture_digest=report.observed_fixture_digest,
-            outcomes=tuple(RunOutcome.from_proto(o) for o in report.outcomes),
-            transport=tuple(TransportRecord.from_proto(t, **extra) for t in report.transport),
+            outcomes=outcomes,
+            transport=tuple(transport),
             timings={**{k: int(v) for k, v in timings.items()}, "client_upload_ms": upload_ms},
             sandbox=json_format.MessageToDict(report.sandbox, preserving_proto_field_name=True),
             envelope=envelope,
@@ -293,6 +311,10 @@ class ExecutorClient:
             envelope=None,
             uploaded_bytes=uploaded,
         )
+
+
+def _wanted(o: common_pb2.RunOutcome, pairs: list[tuple[str, int]]) -> bool:
+    return (o.property_id, o.run_index) in pairs
 
 
 def _tree_entry(path: str, entry: FileEntry, full: Path) -> executor_pb2.TreeEntry:
