@@ -69,3 +69,26 @@ def test_mtls_executor_needs_a_client_certificate(docker_engine, operator_key, t
             plain.info()
     finally:
         daemon.stop()
+
+
+@pytest.mark.docker
+def test_key_flag_signs_results_verifiable_with_a_pinned_keyring(
+    docker_engine, operator_key, executor_key, tmp_path
+):
+    """--key FILE: results verify against that key's keyring (no trust on first use)."""
+    daemon = start_executor(
+        tmp_path, operator_key.keyring_path, "--key", str(executor_key.key_path)
+    )
+    try:
+        case = billing_case(tmp_path, operator_key.signer)
+        ring = Keyring.load(executor_key.keyring_path)
+        with ExecutorClient(daemon.address, executor_keyring=ring) as client:
+            assert client.info().executor_keyid == executor_key.signer.keyid
+            result = client.execute(
+                fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
+                properties=case.properties,
+            )  # fmt: skip
+    finally:
+        daemon.stop()
+    assert result.executor_keyid == executor_key.signer.keyid
+    assert [o.outcome for o in result.outcomes] == ["pass", "pass"]
