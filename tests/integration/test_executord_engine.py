@@ -162,3 +162,37 @@ def test_startup_sweep_removes_leftovers(executor_daemon, operator_key, tmp_path
         assert labeled_containers(executor_daemon.instance) == []
     finally:
         again.stop()
+
+
+def _one_run(daemon, signer, tmp_path):
+    case = billing_case(tmp_path, signer)
+    with ExecutorClient(daemon.address) as client:
+        return client.execute(
+            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
+            properties=case.properties,
+        )  # fmt: skip
+
+
+def test_missing_image_is_image_missing(docker_engine, operator_key, tmp_path):
+    """An --image that is not present (and no --pull): `image_missing` per run, daemon serving."""
+    daemon = start_executor(tmp_path, operator_key.keyring_path, "--image", "patchgate-absent:0")
+    assert "image not ready" in daemon.log()
+    try:
+        result = _one_run(daemon, operator_key.signer, tmp_path)
+        assert _health(daemon.address) == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        daemon.stop()
+    assert result.outcomes == ()
+    assert [t.kind for t in result.transport] == ["image_missing", "image_missing"]
+
+
+def test_engine_refusing_the_sandbox_is_sandbox_start_failed(docker_engine, operator_key, tmp_path):
+    """A runtime the engine does not have (runsc here): `sandbox_start_failed` per run."""
+    daemon = start_executor(tmp_path, operator_key.keyring_path, "--runtime", "runsc")
+    try:
+        result = _one_run(daemon, operator_key.signer, tmp_path)
+    finally:
+        daemon.stop()
+    assert result.outcomes == ()
+    assert [t.kind for t in result.transport] == ["sandbox_start_failed", "sandbox_start_failed"]
+    assert labeled_containers(daemon.instance) == []
