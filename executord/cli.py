@@ -12,9 +12,10 @@ from pathlib import Path
 import grpc
 import structlog
 
+from executord.access import RoleInterceptor
 from executord.blobstore import BlobStore
 from executord.errors import SandboxError
-from executord.image import ensure_image, host_mounts, host_python_env
+from executord.image import DEFAULT_PATH, ensure_image, host_mounts, host_python_env, image_path
 from executord.runs import Executor
 from executord.sandbox import DockerRuntime, SandboxPolicy, sweep
 from executord.service import ErrorInterceptor, ExecutorService
@@ -138,6 +139,8 @@ def _serve(args: argparse.Namespace) -> int:
         image = settings.image
     mounts = host_mounts(host_python_env(settings.host_python)) if settings.image == "host" else ()
     env = host_python_env(settings.host_python) if settings.image == "host" else None
+    # host: the host Python's bin first, then the system dirs; a named image: its own PATH.
+    base_path = DEFAULT_PATH if env is not None else image_path(runtime, image)
     policy = SandboxPolicy(
         image=image,
         runtime=settings.runtime,
@@ -156,6 +159,7 @@ def _serve(args: argparse.Namespace) -> int:
         policy=policy,
         host_mounts=mounts,
         path_dirs=(env.bin_dir,) if env else (),
+        base_path=base_path,
         work_dir=settings.work_dir / f"{socket.gethostname()}-{os.getpid()}",
         max_parallel=settings.max_parallel,
         labels={settings.label: settings.instance},
@@ -164,7 +168,10 @@ def _serve(args: argparse.Namespace) -> int:
     server = DaemonServer(
         ServerSettings(
             listen=settings.listen,
-            interceptors=(ErrorInterceptor(),),
+            # mTLS: only the ``client`` role may call the Executor service (deny by default).
+            interceptors=(
+                (RoleInterceptor(), ErrorInterceptor()) if credentials else (ErrorInterceptor(),)
+            ),
             max_workers=32,
             credentials=credentials,
         ),
@@ -179,6 +186,8 @@ def _serve(args: argparse.Namespace) -> int:
         "serving",
         address=bound,
         image=image,
+        sandbox_path=":".join([*((env.bin_dir,) if env else ()), *base_path]),
+        mtls=credentials is not None,
         executor_keyid=signer.keyid,
         ephemeral_key=settings.key is None,
         max_parallel=settings.max_parallel,

@@ -49,6 +49,7 @@ class FakeRuntime:
 
     script: Callable[[ContainerSpec], FakeRun] = lambda _spec: FakeRun()
     images: set[str] = field(default_factory=set)
+    image_envs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     reachable: bool = True
     created: list[ContainerSpec] = field(default_factory=list)
     policies: list[SandboxPolicy] = field(default_factory=list)
@@ -69,6 +70,12 @@ class FakeRuntime:
     def image_present(self, image: str) -> bool:
         self._check()
         return image in self.images
+
+    def image_env(self, image: str) -> tuple[str, ...]:
+        self._check()
+        if image not in self.images:
+            raise SandboxError("image_missing", f"fake image {image} is not present")
+        return self.image_envs.get(image, ())
 
     def import_image(self, tar: bytes, repository: str, tag: str) -> None:
         self._check()

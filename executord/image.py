@@ -6,7 +6,8 @@ tarball built here (``/etc/passwd`` and ``/etc/group`` holding one non-root user
 layout needs). The host's ``/usr`` (and ``/lib*`` when they are real directories) and a Python
 environment are bind-mounted read-only: by default the executor's own interpreter (``sys.prefix``,
 ``sys.base_prefix`` and its site-packages), or the one ``--host-python`` names. Any other image name
-is used as is and pulled only when ``--pull`` is given.
+is used as is and pulled only when ``--pull`` is given; its sandboxes get the image's own ``PATH``
+(``Config.Env``), falling back to :data:`DEFAULT_PATH`.
 """
 
 from __future__ import annotations
@@ -25,15 +26,19 @@ from executord.errors import SandboxError
 from executord.sandbox import ContainerRuntime, Mount
 
 __all__ = [
+    "DEFAULT_PATH",
     "HOST_IMAGE_REPO",
     "PythonEnv",
     "build_host_tar",
     "ensure_image",
     "host_mounts",
     "host_python_env",
+    "image_path",
+    "path_from_env",
 ]
 
 HOST_IMAGE_REPO = "patchgate-host"
+DEFAULT_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 _SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
 _PROBE = (
     "import json, site, sys; "
@@ -151,3 +156,30 @@ def ensure_image(runtime: ContainerRuntime, image: str, *, uid: int, pull: bool)
             )
         runtime.pull(image)
     return image
+
+
+def path_from_env(env: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The absolute directories of the last ``PATH=`` entry of an image's ``Config.Env``.
+
+    None when there is no ``PATH`` or it names no absolute directory (relative entries and empty
+    ones are dropped: the sandbox's working directory is the patched workspace, which must not
+    become a place commands are found in).
+    """
+    value = None
+    for item in env:
+        name, sep, rest = item.partition("=")
+        if sep and name == "PATH":
+            value = rest
+    if value is None:
+        return None
+    dirs = tuple(d for d in value.split(":") if d.startswith("/"))
+    return dirs or None
+
+
+def image_path(runtime: ContainerRuntime, image: str) -> tuple[str, ...]:
+    """The sandbox ``PATH`` directories of a named image: its own ``PATH``, else the default."""
+    try:
+        dirs = path_from_env(runtime.image_env(image))
+    except SandboxError:
+        return DEFAULT_PATH
+    return dirs if dirs is not None else DEFAULT_PATH

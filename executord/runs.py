@@ -114,6 +114,7 @@ class Executor:
         host_mounts: tuple[Mount, ...],
         path_dirs: tuple[str, ...],
         work_dir: Path,
+        base_path: tuple[str, ...] = ("/usr/local/bin", "/usr/bin", "/bin"),
         max_parallel: int,
         labels: dict[str, str],
     ) -> None:
@@ -126,6 +127,7 @@ class Executor:
         self.policy = policy
         self.host_mounts = host_mounts
         self.path_dirs = path_dirs
+        self.base_path = base_path
         self.work_dir = Path(work_dir)
         self.work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.max_parallel = max(1, max_parallel)
@@ -347,7 +349,7 @@ class Executor:
     def _env(self, seed: int) -> dict[str, str]:
         """The whole environment of a sandbox: nothing from the daemon's own."""
         return {
-            "PATH": ":".join([*self.path_dirs, "/usr/local/bin", "/usr/bin", "/bin"]),
+            "PATH": ":".join([*self.path_dirs, *self.base_path]),
             "HOME": "/tmp",  # noqa: S108 - the sandbox's tmpfs
             "TMPDIR": "/tmp",  # noqa: S108
             "LANG": "C.UTF-8",

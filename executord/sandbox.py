@@ -119,6 +119,9 @@ class ContainerRuntime(Protocol):
     def image_present(self, image: str) -> bool:
         """True when ``image`` is available locally."""
 
+    def image_env(self, image: str) -> tuple[str, ...]:
+        """The image's configured environment (``NAME=value``); SandboxError if it is absent."""
+
     def import_image(self, tar: bytes, repository: str, tag: str) -> None:
         """Import a root filesystem tarball as ``repository:tag``."""
 
@@ -238,6 +241,16 @@ class DockerRuntime:
         except Exception as exc:
             raise self._convert(exc, f"inspect image {image}") from exc
         return True
+
+    def image_env(self, image: str) -> tuple[str, ...]:
+        try:
+            info = self._api.inspect_image(image)
+        except self._docker.errors.ImageNotFound as exc:
+            raise SandboxError("image_missing", f"image {image} is not present") from exc
+        except Exception as exc:
+            raise self._convert(exc, f"inspect image {image}") from exc
+        env = (info.get("Config") or {}).get("Env") or []
+        return tuple(str(e) for e in env)
 
     def import_image(self, tar: bytes, repository: str, tag: str) -> None:
         try:
