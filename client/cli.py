@@ -18,7 +18,6 @@ from typing import NoReturn
 
 from client.errors import EXIT_USAGE, CommandRefused, exit_code_for
 from patchgate.errors import PatchgateError
-from patchgate.logs import configure_logging
 
 __all__ = ["build_parser", "main"]
 
@@ -32,6 +31,20 @@ _COMMANDS: tuple[str, ...] = (
     "client.cmd_demo",
     "client.cmd_lanes",
 )
+# Command name -> its module, so that running one command imports only its module (``digest``
+# needs neither grpc nor docker). --help, or an unknown command, imports them all.
+_MODULE_OF: dict[str, str] = {
+    "digest": "client.cmd_digest",
+    "dual-pin": "client.cmd_dualpin",
+    "flake-observe": "client.cmd_flake",
+    "check": "client.cmd_check",
+    "verify-receipt": "client.cmd_verify",
+    "demo": "client.cmd_demo",
+    "up": "client.cmd_lanes",
+    "down": "client.cmd_lanes",
+}
+# Commands that log nothing: they skip structlog's import and set-up (start-up time of ``digest``).
+_NO_LOGGING = frozenset({"client.cmd_digest", "client.cmd_dualpin", "client.cmd_flake"})
 
 _DESCRIPTION = """\
 patchgate decides whether an agent-written patch may be scored and merged. It keeps three signals
@@ -72,29 +85,39 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: usage error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every registered command."""
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The module of the command named in ``argv`` (its first non-option word), if known."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return _MODULE_OF.get(word) if word is not None else None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser with every registered command (or only the module ``only``)."""
     parser = _Parser(prog="patchgate", description=_DESCRIPTION, epilog=_EPILOG)
     subparsers = parser.add_subparsers(
         title="commands", dest="command", metavar="COMMAND", parser_class=_Parser
     )
-    for name in _COMMANDS:
+    for name in _COMMANDS if only is None else (only,):
         importlib.import_module(name).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchgate`` console script. Returns the exit code."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(words))
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
     except SystemExit as exc:  # --help (0) or a usage error (64)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     verbose = bool(getattr(args, "verbose", False))
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    configure_logging("debug" if verbose else "info")
+    if _command_of(words) not in _NO_LOGGING:
+        from patchgate.logs import configure_logging  # noqa: PLC0415 - structlog costs ~50 ms
+
+        configure_logging("debug" if verbose else "info")
     try:
         code: int = args.func(args)
     except PatchgateError as exc:

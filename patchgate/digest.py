@@ -33,7 +33,8 @@ __all__ = [
 
 DIGEST_HEADER = b"patchgate-fixture-digest-v1\n"
 _CHUNK = 1 << 20  # 1 MiB: files are streamed, never read whole
-_PARALLEL_MIN_BYTES = 8 << 20  # below this, thread start-up costs more than it saves
+_PARALLEL_MIN_BYTES = 8 << 20  # less than this in all: one thread is faster
+_PARALLEL_MIN_AVG_BYTES = 256 << 10  # smaller files than this on average: one thread is faster
 
 
 def validate_path(path: str) -> str:
@@ -128,38 +129,51 @@ def fixture_digest(manifest: Manifest) -> str:
 
 
 def hash_file(path: Path) -> FileEntry:
-    """Stream one file through sha256 in 1 MiB chunks."""
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb", buffering=0) as fh:
-        buf = bytearray(_CHUNK)
-        view = memoryview(buf)
-        while n := fh.readinto(buf):
-            h.update(view[:n])
-            size += n
+    """Stream one file through sha256 in 1 MiB chunks (never the whole file in memory)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        h = hashlib.sha256()
+        size = 0
+        while chunk := os.read(fd, _CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
     return FileEntry(sha256=h.hexdigest(), size=size)
 
 
+def _hash_batch(items: Sequence[tuple[str, Path]]) -> list[tuple[str, FileEntry]]:
+    return [(rel, hash_file(p)) for rel, p in items]
+
+
 def hash_files(paths: Mapping[str, Path], workers: int | None = None) -> dict[str, FileEntry]:
-    """Hash many files; in parallel threads (hashlib releases the GIL) when that is faster."""
-    total = 0
-    for p in paths.values():
-        total += p.stat().st_size
+    """Hash many files; in parallel threads when the files are large (hashlib and reads release the
+    GIL on big buffers). Many small files are hashed in one thread: there the per-file Python work
+    holds the GIL and threads only contend (measured: bench/bench_digest.py). Each thread takes one
+    contiguous batch, so a hand-off costs once per thread, not once per file.
+    """
+    items = list(paths.items())
     if workers is None:
         workers = min(8, os.cpu_count() or 1)
-    if workers <= 1 or len(paths) < 2 or total < _PARALLEL_MIN_BYTES:
-        return {rel: hash_file(p) for rel, p in paths.items()}
+    if workers > 1 and len(items) > 1:
+        total = sum(os.stat(p).st_size for _, p in items)
+        if total < _PARALLEL_MIN_BYTES or total // len(items) < _PARALLEL_MIN_AVG_BYTES:
+            workers = 1
+    workers = min(workers, len(items)) or 1
+    if workers == 1:
+        return dict(_hash_batch(items))
+    size = -(-len(items) // workers)
+    batches = [items[i : i + size] for i in range(0, len(items), size)]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = pool.map(hash_file, paths.values())
-        return dict(zip(paths.keys(), results, strict=True))
+        return {rel: entry for batch in pool.map(_hash_batch, batches) for rel, entry in batch}
 
 
 def scan_fixture_tree(root: Path, fixture_root: str, pinned: Iterable[str]) -> dict[str, Path]:
     """Match the files under ``root/fixture_root`` against the pinned paths (relative to ``root``).
 
     Returns pinned path -> file to hash. Raises FixtureScanError listing every missing, unpinned
-    (extra) and unsafe file: a symlink that leaves the fixture tree, a non-regular file, a path that
-    is not safe UTF-8. Nothing is hashed here.
+    (extra) and unsafe file: a symlink that leaves the fixture tree, a linked directory, a
+    non-regular file, a path that is not safe UTF-8. Nothing is hashed here.
     """
     root = Path(root)
     validate_path(fixture_root)
@@ -171,24 +185,11 @@ def scan_fixture_tree(root: Path, fixture_root: str, pinned: Iterable[str]) -> d
         except UnsafePathError:
             unsafe.append(p)
     base = root / fixture_root
-    base_real = os.path.realpath(base)
     found: dict[str, Path] = {}
     if base.is_symlink():
         unsafe.append(fixture_root)
     elif base.is_dir():
-        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-            for name in sorted(dirnames):
-                full = Path(dirpath) / name
-                if full.is_symlink():  # a linked directory is not walked: refuse it
-                    unsafe.append(_rel(full, root))
-            for name in filenames:
-                full = Path(dirpath) / name
-                rel = _rel(full, root)
-                problem = _file_problem(full, rel, base_real)
-                if problem:
-                    unsafe.append(rel)
-                else:
-                    found[rel] = full
+        _walk(base, fixture_root, os.path.realpath(base), found, unsafe)
     missing = sorted(pinned_set - set(found) - set(unsafe))
     extra = sorted(set(found) - pinned_set)
     if missing or extra or unsafe:
@@ -196,20 +197,37 @@ def scan_fixture_tree(root: Path, fixture_root: str, pinned: Iterable[str]) -> d
     return found
 
 
-def _rel(full: Path, root: Path) -> str:
-    return full.relative_to(root).as_posix()
+def _walk(
+    directory: Path, rel_dir: str, base_real: str, found: dict[str, Path], unsafe: list[str]
+) -> None:
+    """Depth-first scan with os.scandir: only symlinks pay for a realpath."""
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}"
+            try:
+                validate_path(rel)
+            except UnsafePathError:
+                unsafe.append(rel)
+                continue
+            if entry.is_symlink():
+                if entry.is_dir() or _link_problem(entry.path, base_real):
+                    unsafe.append(rel)  # a linked directory is not walked: refuse it
+                else:
+                    found[rel] = Path(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                _walk(Path(entry.path), rel, base_real, found, unsafe)
+            elif entry.is_file(follow_symlinks=False):
+                found[rel] = Path(entry.path)
+            else:
+                unsafe.append(rel)  # fifo, socket, device: not a regular file
 
 
-def _file_problem(full: Path, rel: str, base_real: str) -> str | None:
-    try:
-        validate_path(rel)
-    except UnsafePathError as exc:
-        return exc.why
-    real = os.path.realpath(full)
-    if real != base_real and not real.startswith(base_real + os.sep):
+def _link_problem(path: str, base_real: str) -> str | None:
+    real = os.path.realpath(path)
+    if not real.startswith(base_real + os.sep):
         return "symlink leaves the fixture tree"
     try:
-        mode = os.stat(full).st_mode
+        mode = os.stat(path).st_mode
     except OSError:
         return "dangling symlink"
     if not stat.S_ISREG(mode):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -67,8 +67,12 @@ class Record:
     recorded_at: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object, with ``kind`` first where the record has one."""
-        body = asdict(self)
+        """The JSON object, with ``kind`` first where the record has one.
+
+        Field values are already JSON types (no nested dataclasses), so this is a shallow view:
+        ``dataclasses.asdict`` would deep-copy ledgers of many thousand files for nothing.
+        """
+        body = {f.name: getattr(self, f.name) for f in fields(self)}
         return {"kind": self.kind, **body} if self.kind else body
 
     @classmethod
