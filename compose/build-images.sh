@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the images of the compose and fleet lanes with no registry at all:
-#   patchgate/base:bookworm   Debian bookworm (debootstrap --variant=minbase) with python3, via `docker import`
+#   patchgate/base:bookworm   Debian bookworm (debootstrap --variant=minbase) with python3 and git (the
+#                             client in a container runs `git archive`/`git apply`), via `docker import`
 #   patchgate/patchgate:local FROM the base: the project wheel in /opt/patchgate, plus pytest for sandboxes
 # A user with a registry can skip the base and build compose/Dockerfile with
 #   --build-arg BASE=python:3.11-slim   (see README, "Fleet").
@@ -25,7 +26,10 @@ mirror() {
   echo "$m"
 }
 
-if [ "$rebuild" = 1 ] || ! have_image "$base"; then
+# A base imported before git was added to it is rebuilt (the fleet's client container needs git).
+base_ok() { have_image "$1" && docker run --rm --network none "$1" sh -c 'command -v git' >/dev/null 2>&1; }
+
+if [ "$rebuild" = 1 ] || ! base_ok "$base"; then
   command -v debootstrap >/dev/null || {
     echo "build-images: installing debootstrap" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null </dev/null
@@ -33,7 +37,7 @@ if [ "$rebuild" = 1 ] || ! have_image "$base"; then
   root=$(mktemp -d /tmp/patchgate-rootfs.XXXXXX)
   trap 'rm -rf "$root"' EXIT
   echo "build-images: debootstrap bookworm into $root (about a minute)" >&2
-  debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates bookworm "$root" "$(mirror)" >/dev/null
+  debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,git bookworm "$root" "$(mirror)" >/dev/null
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   tar -C "$root" -c . | docker import -c 'CMD ["/bin/bash"]' - "$base" >/dev/null
   rm -rf "$root"; trap - EXIT
@@ -49,6 +53,7 @@ log=$(mktemp /tmp/patchgate-wheels.XXXXXX.log)
   || { cat "$log" >&2; rm -f "$log"; echo "build-images: pip wheel failed" >&2; exit 1; }
 rm -f "$log"
 echo "build-images: docker build $image" >&2
-docker build -q --build-arg BASE="$base" -f compose/Dockerfile -t "$image" . >/dev/null 2>"$here/build/docker-build.log" \
+# --network none: nothing in the build needs a network (and the default bridge may be absent)
+docker build -q --network none --build-arg BASE="$base" -f compose/Dockerfile -t "$image" . >/dev/null 2>"$here/build/docker-build.log" \
   || { cat "$here/build/docker-build.log" >&2; echo "build-images: docker build failed" >&2; exit 1; }
 echo "build-images: $image ready" >&2
