@@ -25,6 +25,7 @@ __all__ = ["load_defaults", "register", "run", "settings_from_args"]
 CONFIG_FILE = "patchgate.toml"
 _KNOWN = {
     "signer", "executor", "remote_executor", "operator_keyring", "executor_keyring", "out",
+    "executor_concurrency",
     "signer_tls_ca", "signer_tls_cert", "signer_tls_key",
     "executor_tls_ca", "executor_tls_cert", "executor_tls_key",
     "remote_tls_ca", "remote_tls_cert", "remote_tls_key",
@@ -37,8 +38,9 @@ per-symbol credit -> receipt. Ledgers and receipt.json go to --out; a refused st
 receipt.json is written for every verdict. A summary table goes to stdout (--json: the receipt),
 progress to stderr.
 
-Defaults for --signer, --executor, --remote-executor, --operator-keyring, --executor-keyring, --out
-and the TLS files may be set in the [check] table of ./patchgate.toml; flags win.
+Defaults for --signer, --executor, --remote-executor, --operator-keyring, --executor-keyring, --out,
+--executor-concurrency and the TLS files may be set in the [check] table of ./patchgate.toml; flags
+win. A property whose result is transport only is re-run once (see docs/lanes.md).
 """
 
 _EPILOG = """\
@@ -70,6 +72,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="local-lane executor; repeat to spread properties across several",
     )
     p.add_argument("--remote-executor", metavar="ADDR", help="remote lane: confirms, never credits")
+    p.add_argument(
+        "--remote-only",
+        action="store_true",
+        help="run on the remote lane alone (no --executor): a confirmation run that is never "
+        "admitted; symbols only the remote lane passed get R6",
+    )
+    p.add_argument(
+        "--executor-concurrency",
+        type=int,
+        metavar="N",
+        help="properties in flight per executor address (default: 2 for a dns:/// fleet "
+        "address, else 1)",
+    )
     p.add_argument(
         "--second-pin",
         type=Path,
@@ -150,8 +165,25 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
         executors = [executors]
     if not signer:
         raise UsageError("--signer is required (or [check] signer in patchgate.toml)")
-    if not executors:
-        raise UsageError("--executor is required (or [check] executor in patchgate.toml)")
+    remote = args.remote_executor or conf.get("remote_executor")
+    if args.remote_only:
+        if not remote:
+            raise UsageError("--remote-only needs --remote-executor")
+        if args.executor:
+            raise UsageError("--remote-only runs no local executor; drop --executor")
+        executors = []
+    elif not executors:
+        raise UsageError(
+            "--executor is required (or [check] executor in patchgate.toml); "
+            "for a confirmation run on the remote lane alone pass --remote-only"
+        )
+    concurrency = (
+        args.executor_concurrency
+        if args.executor_concurrency is not None
+        else conf.get("executor_concurrency")
+    )
+    if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
+        raise UsageError("--executor-concurrency must be a positive integer")
     repo = Path(args.repo)
     if not (repo / ".git").exists() and not repo.is_dir():
         raise UsageError(f"--repo {repo}: not a directory")
@@ -168,7 +200,7 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
         drafter=args.drafter,
         signer=str(signer),
         executors=tuple(str(e) for e in executors),
-        remote_executor=args.remote_executor or conf.get("remote_executor"),
+        remote_executor=remote,
         second_pin=args.second_pin,
         clock=parse_clock(args.clock) if args.clock else None,
         out=out,
@@ -177,6 +209,7 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
         remote_tls=_tls(args, conf, "remote"),
         operator_keyring=_path(args.operator_keyring, conf, "operator_keyring"),
         executor_keyring=_path(args.executor_keyring, conf, "executor_keyring"),
+        executor_concurrency=concurrency,
     )
 
 

@@ -1,19 +1,30 @@
 """Running the admitted suite through executors (DESIGN §6 step 7, §10 lanes).
 
-The local lane spreads the suite over every ``--executor`` address: one ``Execute`` per property
-(``runs`` runs each), one worker thread per address, so N addresses run N properties at a time.
-A remote lane runs the same suite for confirmation only. Transport records stay transport records;
-a refusal (nothing ran) is kept apart from both; progress goes to the ``progress`` callback.
+One ``Execute`` per property (``runs`` runs each). Every address of a lane gets ``concurrency``
+worker threads (default :func:`default_concurrency`: 2 for a ``dns:///`` fleet address, whose
+channel spreads calls over every resolved replica with gRPC round robin, else 1); the workers
+share one queue, so a fast executor takes more properties and N plain addresses run N properties
+at a time.
+
+A property whose result is *transport only* (no outcome at all: the executor or the replica died,
+the stream broke, the result did not verify) is re-run **once** with a fresh ``Execute`` — on
+another address of the lane when there is one, else on the same address, where round robin picks a
+surviving replica. The first attempt's transport records are kept (``retried``), outcomes come only
+from the re-run, and a transport failure never becomes a failed property. A result with some
+outcomes and some transport is not re-run (its missing runs stay transport). A refusal (nothing
+ran) is kept apart from both and is never re-run. Every result names the executor key id that
+signed it (``results`` in the lane's receipt entry).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from patchgate.envelope import Envelope
 from patchgate.errors import RefusedError, TransportError
@@ -23,9 +34,42 @@ from patchgate.pins import PropertyPin
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.tls import ClientTLS
 
-__all__ = ["LaneResult", "run_lane"]
+__all__ = ["LaneClient", "LaneResult", "default_concurrency", "run_lane"]
 
 Progress = Callable[[str], None]
+MAX_ATTEMPTS = 2  # the first Execute and one re-run of a transport-only result
+
+
+class LaneClient(Protocol):
+    """What a lane needs from an executor client (``ExecutorClient`` satisfies it)."""
+
+    address: str
+
+    def execute(
+        self,
+        *,
+        fixture_envelope: Envelope,
+        workspace: Path,
+        fixture_root: str,
+        properties: Sequence[PropertyPin],
+        runs: int = 2,
+        on_progress: Callable[[str], None] | None = None,
+        request_id: str | None = None,
+    ) -> ExecutionResult:
+        """Run ``properties``; refusals raise RefusedError, transport comes back in the result."""
+        ...
+
+    def close(self) -> None:
+        """Release the channel."""
+        ...
+
+
+Connect = Callable[[str], LaneClient]
+
+
+def default_concurrency(address: str) -> int:
+    """Properties in flight per address: 2 for a ``dns:`` fleet address (round robin), else 1."""
+    return 2 if address.startswith("dns:") else 1
 
 
 @dataclass(kw_only=True)
@@ -34,9 +78,18 @@ class LaneResult:
 
     lane: str
     outcomes: list[RunOutcome] = field(default_factory=list)
-    transport: list[TransportRecord] = field(default_factory=list)
+    transport: list[TransportRecord] = field(default_factory=list)  # runs left without outcome
+    retried: list[TransportRecord] = field(default_factory=list)  # attempts that were re-run
     refusals: list[str] = field(default_factory=list)
     executors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    def keyid_of(self, property_id: str) -> str:
+        """The executor key id whose outcomes were kept for ``property_id`` ("" if none)."""
+        for r in self.results:
+            if r["property_id"] == property_id and r["outcomes"]:
+                return str(r["executor_keyid"])
+        return ""
 
     def summary(self, status_by_id: dict[str, str]) -> dict[str, Any]:
         """The ``lanes.<lane>`` entry of the receipt."""
@@ -45,18 +98,40 @@ class LaneResult:
             "status_by_id": status_by_id,
             "refusals": list(self.refusals),
             "transport": len(self.transport),
+            "retried": len(self.retried),
+            "results": list(self.results),
         }
+
+
+@dataclass(frozen=True)
+class _Job:
+    prop: PropertyPin
+    attempt: int = 1
+    avoid: str | None = None  # the address whose transport failure this re-run follows
+
+
+def _result_entry(result: ExecutionResult, pid: str, attempt: int) -> dict[str, Any]:
+    return {
+        "property_id": pid,
+        "attempt": attempt,
+        "address": result.address,
+        "executor_keyid": result.executor_keyid,
+        "outcomes": {str(o.run_index): o.outcome for o in result.outcomes if o.property_id == pid},
+        "transport": sorted({t.kind for t in result.transport}),
+    }
 
 
 def _record(result: ExecutionResult, lane: LaneResult, expected_digest: str, pid: str) -> None:
     info = lane.executors.setdefault(
         result.address,
-        {"executor_keyid": result.executor_keyid, "properties": [], "uploaded_bytes": 0},
+        {"executor_keyid": "", "executor_keyids": [], "properties": [], "uploaded_bytes": 0},
     )
     info["properties"].append(pid)
     info["uploaded_bytes"] += result.uploaded_bytes
-    if result.executor_keyid and not info["executor_keyid"]:
-        info["executor_keyid"] = result.executor_keyid
+    if result.executor_keyid:
+        info["executor_keyid"] = info["executor_keyid"] or result.executor_keyid
+        if result.executor_keyid not in info["executor_keyids"]:
+            info["executor_keyids"].append(result.executor_keyid)
     observed = result.observed_fixture_digest
     if result.outcomes and observed != expected_digest:
         lane.refusals.append(
@@ -68,31 +143,127 @@ def _record(result: ExecutionResult, lane: LaneResult, expected_digest: str, pid
     lane.transport.extend(result.transport)
 
 
-def _one(
-    client: ExecutorClient,
-    prop: PropertyPin,
-    *,
-    envelope: Envelope,
-    workspace: Path,
-    fixture_root: str,
-    runs: int,
-    request_id: str,
-    progress: Progress,
-) -> ExecutionResult | str | TransportRecord:
-    try:
-        return client.execute(
-            fixture_envelope=envelope,
-            workspace=workspace,
-            fixture_root=fixture_root,
-            properties=[prop],
-            runs=runs,
-            on_progress=lambda msg: progress(f"{prop.id}: {msg}"),
-            request_id=request_id,
-        )
-    except RefusedError as exc:
-        return f"{prop.id}: executor {client.address} refused ({exc.code}): {exc.reason}"
-    except TransportError as exc:  # the client returns these; a raise is handled the same way
-        return TransportRecord(kind=exc.kind, detail=exc.detail, property_id=prop.id)
+def _failed(
+    client: LaneClient, lane: str, prop: PropertyPin, exc: TransportError
+) -> ExecutionResult:
+    record = TransportRecord(
+        kind=exc.kind, detail=exc.detail, property_id=prop.id, lane=lane, address=client.address
+    )
+    return ExecutionResult(
+        address=client.address, lane=lane, executor_keyid="", observed_fixture_digest="",
+        outcomes=(), transport=(record,), timings={}, sandbox={}, envelope=None, uploaded_bytes=0,
+    )  # fmt: skip
+
+
+class _Scheduler:
+    """A shared queue of jobs; workers of one address skip a re-run meant for another address."""
+
+    def __init__(self, suite: Sequence[PropertyPin], addresses: Sequence[str]) -> None:
+        self._jobs: deque[_Job] = deque(_Job(p) for p in suite)
+        self._pending = len(self._jobs)
+        self._several = len(addresses) > 1
+        self._cond = threading.Condition()
+
+    def take(self, address: str) -> _Job | None:
+        """The next job this address may run; None when every job is finished."""
+        with self._cond:
+            while True:
+                for job in self._jobs:
+                    if not (self._several and job.avoid == address):
+                        self._jobs.remove(job)
+                        return job
+                if self._pending == 0:
+                    return None
+                self._cond.wait()
+
+    def finish(self, retry: _Job | None = None) -> None:
+        """One job is done; ``retry`` replaces it in the queue."""
+        with self._cond:
+            if retry is not None:
+                self._jobs.appendleft(retry)
+            else:
+                self._pending -= 1
+            self._cond.notify_all()
+
+
+def _connect_default(lane: str, tls: ClientTLS | None, executor_keyring: Keyring | None) -> Connect:
+    def connect(address: str) -> LaneClient:
+        return ExecutorClient(address, tls=tls, lane=lane, executor_keyring=executor_keyring)
+
+    return connect
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Request:
+    """What every Execute of one lane sends."""
+
+    lane: str
+    envelope: Envelope
+    workspace: Path
+    fixture_root: str
+    runs: int
+    request_prefix: str
+    progress: Progress
+
+
+@dataclass(kw_only=True)
+class _LaneRun:
+    """One lane in progress: the request, the result so far, the count of finished properties."""
+
+    req: _Request
+    expected_digest: str
+    total: int
+    result: LaneResult
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: int = 0
+
+    def attempt(self, client: LaneClient, job: _Job) -> ExecutionResult | str:
+        """One Execute of one property; a refusal comes back as its reason."""
+        r = self.req
+        suffix = "" if job.attempt == 1 else f"-rerun{job.attempt - 1}"
+        try:
+            return client.execute(
+                fixture_envelope=r.envelope,
+                workspace=r.workspace,
+                fixture_root=r.fixture_root,
+                properties=[job.prop],
+                runs=r.runs,
+                on_progress=lambda msg: r.progress(f"{job.prop.id}: {msg}"),
+                request_id=f"{r.request_prefix}-{r.lane}-{job.prop.id}{suffix}",
+            )
+        except RefusedError as exc:
+            return f"{job.prop.id}: executor {client.address} refused ({exc.code}): {exc.reason}"
+        except TransportError as exc:  # the client returns these; a raise is handled the same way
+            return _failed(client, r.lane, job.prop, exc)
+
+    def settle(self, address: str, job: _Job, got: ExecutionResult | str) -> _Job | None:
+        """Record one attempt; return the re-run job if there is to be one."""
+        with self.lock:
+            return self._settle(address, job, got)
+
+    def _say(self, text: str) -> None:
+        self.req.progress(f"[{self.req.lane} {self.done}/{self.total}] {text}")
+
+    def _settle(self, address: str, job: _Job, got: ExecutionResult | str) -> _Job | None:
+        pid, where = job.prop.id, f"{job.prop.id} on {address}"
+        if isinstance(got, str):
+            self.result.refusals.append(got)
+            self.done += 1
+            self._say(f"{where}: refused")
+            return None
+        entry = _result_entry(got, pid, job.attempt)
+        self.result.results.append(entry)
+        if not got.outcomes and got.transport and job.attempt < MAX_ATTEMPTS:
+            self.result.retried.extend(got.transport)
+            self._say(f"{where}: transport {', '.join(entry['transport'])}; re-running once")
+            return _Job(job.prop, job.attempt + 1, avoid=address)
+        _record(got, self.result, self.expected_digest, pid)
+        self.done += 1
+        runs_tag = ", ".join(f"run {k} {v}" for k, v in sorted(entry["outcomes"].items()))
+        tag = runs_tag or f"transport {', '.join(entry['transport']) or 'none'}"
+        keyid = f" (key {got.executor_keyid[:12]})" if got.executor_keyid else ""
+        self._say(f"{where}{keyid}: {tag}")
+        return None
 
 
 def run_lane(
@@ -109,61 +280,44 @@ def run_lane(
     tls: ClientTLS | None = None,
     executor_keyring: Keyring | None = None,
     progress: Progress = lambda _msg: None,
+    concurrency: int | None = None,
+    connect: Connect | None = None,
 ) -> LaneResult:
-    """Run every property of ``suite`` ``runs`` times on the executors of one lane."""
-    result = LaneResult(lane=lane)
-    lock = threading.Lock()
-    queues: list[list[PropertyPin]] = [
-        list(suite[i :: len(addresses)]) for i in range(len(addresses))
-    ]
-    total, done = len(suite), [0]
+    """Run every property of ``suite`` ``runs`` times on the executors of one lane.
 
-    def worker(address: str, props: list[PropertyPin]) -> None:
-        client = ExecutorClient(address, tls=tls, lane=lane, executor_keyring=executor_keyring)
-        try:
-            for prop in props:
-                got = _one(
-                    client,
-                    prop,
-                    envelope=envelope,
-                    workspace=workspace,
-                    fixture_root=fixture_root,
-                    runs=runs,
-                    request_id=f"{request_prefix}-{lane}-{prop.id}",
-                    progress=progress,
-                )
-                with lock:
-                    done[0] += 1
-                    if isinstance(got, ExecutionResult):
-                        _record(got, result, expected_digest, prop.id)
-                        tag = (
-                            ", ".join(
-                                f"run {o.run_index} {o.outcome}"
-                                for o in got.outcomes
-                                if o.property_id == prop.id
-                            )
-                            or "no outcome"
-                        )
-                    elif isinstance(got, TransportRecord):
-                        result.transport.append(
-                            TransportRecord(
-                                kind=got.kind,
-                                detail=got.detail,
-                                property_id=prop.id,
-                                lane=lane,
-                                address=address,
-                            )
-                        )
-                        tag = f"transport {got.kind}"
-                    else:
-                        result.refusals.append(got)
-                        tag = "refused"
-                    progress(f"[{lane} {done[0]}/{total}] {prop.id} on {address}: {tag}")
-        finally:
-            client.close()
+    ``concurrency``: properties in flight per address (None: :func:`default_concurrency`).
+    ``connect``: makes the client of one address (default: an ``ExecutorClient``).
+    """
+    addresses = list(dict.fromkeys(addresses))  # one entry per address
+    run = _LaneRun(
+        req=_Request(
+            lane=lane, envelope=envelope, workspace=workspace, fixture_root=fixture_root,
+            runs=runs, request_prefix=request_prefix, progress=progress,
+        ),
+        expected_digest=expected_digest,
+        total=len(suite),
+        result=LaneResult(lane=lane),
+    )  # fmt: skip
+    if not addresses or not suite:
+        return run.result
+    connect = connect or _connect_default(lane, tls, executor_keyring)
+    clients = {a: connect(a) for a in addresses}
+    sched = _Scheduler(suite, addresses)
 
-    with ThreadPoolExecutor(max_workers=max(1, len(addresses))) as pool:
-        futures = [pool.submit(worker, a, q) for a, q in zip(addresses, queues, strict=True) if q]
-        for f in futures:
-            f.result()
-    return result
+    def worker(address: str) -> None:
+        while (job := sched.take(address)) is not None:
+            retry = None
+            try:
+                retry = run.settle(address, job, run.attempt(clients[address], job))
+            finally:
+                sched.finish(retry)  # even on an unexpected error: no worker waits forever
+
+    slots = [a for a in addresses for _ in range(concurrency or default_concurrency(a))]
+    try:
+        with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+            for f in [pool.submit(worker, a) for a in slots]:
+                f.result()
+    finally:
+        for c in clients.values():
+            c.close()
+    return run.result

@@ -25,7 +25,7 @@ from client.posture import Facts, Verdict, merge
 from client.provenance import ProvenanceError, build_provenance, format_clock
 from client.receipt import build_receipt
 from client.secondpin import second_pin_step
-from client.stability import assess_all
+from client.stability import Stability, assess_all
 from client.workspace import PatchApplyError, Workspace, base_pins, materialize
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring
@@ -57,6 +57,7 @@ class CheckSettings:
     operator_keyring: Path | None = None
     executor_keyring: Path | None = None
     runs: int = 2
+    executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1
 
 
 @dataclass(kw_only=True)
@@ -238,22 +239,33 @@ class _Check:
                 say=self.say,
             )
 
-        local = lane("local", s.executors)
+        # No local executor (``check --remote-only``): the remote lane is the only evidence.
+        local = lane("local", s.executors) if s.executors else LaneResult(lane="local")
         remote = lane("remote", (s.remote_executor,)) if s.remote_executor else None
         ids = [p.id for p in suite]
         stab = assess_all(ids, local.outcomes, s.runs)
         rstab = assess_all(ids, remote.outcomes, s.runs) if remote is not None else {}
+        # Transport of attempts that were re-run is kept (``retried``); it left no run missing.
+        st.transport.extend({**t.to_json(), "retried": True} for t in local.retried)
         st.transport.extend(t.to_json() for t in local.transport)
         st.lanes = {"local": local.summary({k: v.status for k, v in stab.items()}), "remote": {}}
         st.reasons.extend(local.refusals)
         if remote is not None:
+            # An unreachable remote lane is an availability miss: recorded, never a verdict.
+            st.transport.extend(
+                {**t.to_json(), "lane": "remote", "retried": True} for t in remote.retried
+            )
             st.transport.extend({**t.to_json(), "lane": "remote"} for t in remote.transport)
             st.lanes["remote"] = remote.summary({k: v.status for k, v in rstab.items()})
             st.reasons.extend(f"remote lane: {r}" for r in remote.refusals)
+        if not s.executors:
+            return self.remote_only(suite, classes, rstab)
         incomplete = bool(local.transport) or any(v.status == "incomplete" for v in stab.values())
         if local.refusals or incomplete:
             return self.done(executor_refused=bool(local.refusals), local_transport=incomplete)
-        steps.write_property_ledger(s.out, pins.fixtures.pin_id, st.fixture_digest, stab)
+        steps.write_property_ledger(
+            s.out, pins.fixtures.pin_id, st.fixture_digest, stab, keyids=local.keyid_of
+        )
         observations, mismatches = observe_flakes(
             suite=suite, local=stab, citations=st.citations, flakes=pins.flakes, clock=self.clock
         )
@@ -289,4 +301,28 @@ class _Check:
             property_misses=[p for p in report.misses if p not in flaked],
             flake_observed=bool(observations),
             second_pin_agrees=second.agrees,
+        )
+
+    def remote_only(
+        self, suite: list[PropertyPin], classes: dict[str, str], rstab: dict[str, Stability]
+    ) -> CheckResult:
+        """Score a run whose only evidence is the remote lane: R6 for what only it passed.
+
+        No property ledger, flake ledger, freeze proposal or second pin: those record local
+        evidence. Remote runs confirm and never credit, so such a check is never admitted.
+        """
+        st = self.st
+        report = score(
+            changed_symbols=st.symbols,
+            suite=suite,
+            assertion_classes=classes,
+            local={},
+            remote=rstab,
+        )
+        st.rows, st.credits, st.coverage = report.rows, report.credits, report.coverage
+        st.reasons.append("remote only: no local executor; remote runs confirm, never credit")
+        st.reasons.extend(report.notes)
+        st.codes = rejection_codes(symbol_codes=report.codes, freeze_problems=st.freeze_problems)
+        return self.done(
+            coverage=report.coverage, changed_symbols=len(st.symbols), suite_passed=False
         )

@@ -270,14 +270,29 @@ def execute(
         tls=tls,
         executor_keyring=executor_keyring,
         progress=say,
+        concurrency=s.executor_concurrency,
     )
 
 
 def write_property_ledger(
-    out: Path, pin_id: str, digest: str, stab: Mapping[str, Stability]
+    out: Path,
+    pin_id: str,
+    digest: str,
+    stab: Mapping[str, Stability],
+    *,
+    keyids: Callable[[str], str] | None = None,
 ) -> None:
-    """property_ledger.json (callers ensure: digest matched, oracle unmoved, every run recorded)."""
-    runs = [o.to_json() for v in stab.values() for o in v.runs if o is not None]
+    """property_ledger.json (callers ensure: digest matched, oracle unmoved, every run recorded).
+
+    ``keyids`` names the executor key id that signed a property's runs (``executor_keyid`` of
+    each run entry).
+    """
+    runs = [
+        {**o.to_json(), **({"executor_keyid": keyids(o.property_id)} if keyids else {})}
+        for v in stab.values()
+        for o in v.runs
+        if o is not None
+    ]
     PropertyLedger(
         pin_id=pin_id,
         fixture_digest=digest,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["ExecutionResult", "ExecutorClient", "workspace_files"]
 
 _CHUNK = 1 << 20
+_LEARN_TRIES = 8  # TOFU on a dns fleet address: GetInfo calls to meet the replica that signed
 _REFUSALS = {
     grpc.StatusCode.FAILED_PRECONDITION,
     grpc.StatusCode.INVALID_ARGUMENT,
@@ -109,6 +111,8 @@ class ExecutorClient:
         self.lane = lane
         self.timeout = timeout
         self._keyring = executor_keyring
+        self._pinned = executor_keyring is not None
+        self._key_lock = threading.Lock()
         target = parse_address(address).grpc_target
         options: list[tuple[str, Any]] = [
             ("grpc.max_receive_message_length", 16 << 20),
@@ -143,16 +147,40 @@ class ExecutorClient:
             raise _rpc_error(exc) from None
         return reply
 
+    def _info_key(self) -> KeyEntry:
+        info = self.info()
+        key = load_public_pem(info.public_key_pem)
+        if keyid_of(key) != info.executor_keyid:
+            raise TransportError("internal", "GetInfo key id does not match its public key")
+        return KeyEntry(keyid=info.executor_keyid, role="executor", public_key=key)
+
     def _result_keyring(self) -> Keyring:
-        if self._keyring is None:
-            info = self.info()
-            key = load_public_pem(info.public_key_pem)
-            if keyid_of(key) != info.executor_keyid:
-                raise TransportError("internal", "GetInfo key id does not match its public key")
-            self._keyring = Keyring(
-                [KeyEntry(keyid=info.executor_keyid, role="executor", public_key=key)]
-            )
-        return self._keyring
+        with self._key_lock:
+            if self._keyring is None:
+                self._keyring = Keyring([self._info_key()])
+            return self._keyring
+
+    def _tofu_learn(self, keyring: Keyring, wanted: set[str]) -> Keyring:
+        """Trust on first use behind one address: meet the replica whose key signed the result.
+
+        A ``dns:///`` address balances calls over several replicas, each with its own key, so the
+        result may be signed by a replica other than the one the first GetInfo reached. Unpinned
+        only: GetInfo is asked again (round robin moves on) until a key in ``wanted`` is known or
+        ``_LEARN_TRIES`` calls were made. Every key learned is one a process at this address
+        reported for itself: the same trust as the first GetInfo, never more.
+        """
+        for _ in range(_LEARN_TRIES):
+            if any(keyring.get(k) is not None for k in wanted):
+                break
+            try:
+                entry = self._info_key()
+            except (TransportError, RefusedError):
+                break
+            with self._key_lock:
+                grown = Keyring([*(self._keyring or ()), *keyring, entry])
+                self._keyring = grown
+            keyring = grown
+        return keyring
 
     def upload(self, blobs: dict[str, Path]) -> int:
         """Upload the blobs (digest → file) the executor lacks; return the bytes sent."""
@@ -244,6 +272,8 @@ class ExecutorClient:
         report = result.report
         request_id, signed_digest = expected
         envelope = Envelope.from_proto(result.result_envelope)
+        if not self._pinned:
+            keyring = self._tofu_learn(keyring, {sig.keyid for sig in envelope.signatures})
         try:
             verified = verify_result(envelope, keyring)
         except EnvelopeError as exc:
