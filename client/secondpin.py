@@ -92,6 +92,7 @@ def second_pin_step(  # noqa: PLR0917 - one call site, the check's state in pipe
                 say=say,
             )
             stab2 = assess_all([p.id for p in suite], lane.outcomes, s.runs)
+            result.transport.extend({**t.to_json(), "retried": True} for t in lane.retried)
             result.transport.extend(t.to_json() for t in lane.transport)
             if (
                 lane.refusals
