@@ -62,8 +62,12 @@ import shutil, sys, tarfile
 if sys.version_info[:2] == (3, 11) and hasattr(tarfile, "data_filter"):
     shutil.copy(tarfile.__file__, sys.argv[1] + "/tarfile.py")
 PY
+old=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
 echo "build-images: docker build $image" >&2
 # --network none: nothing in the build needs a network (and the default bridge may be absent)
 docker build -q --network none --build-arg BASE="$base" -f compose/Dockerfile -t "$image" . >/dev/null 2>"$here/build/docker-build.log" \
   || { cat "$here/build/docker-build.log" >&2; echo "build-images: docker build failed" >&2; exit 1; }
+# the previous build is now untagged; drop it unless a container still uses it
+new=$(docker image inspect -f '{{.Id}}' "$image")
+if [ -n "$old" ] && [ "$old" != "$new" ]; then docker rmi "$old" >/dev/null 2>&1 || true; fi
 echo "build-images: $image ready" >&2

@@ -7,13 +7,22 @@ set -euo pipefail
 dir=${PATCHGATE_FLEET_DIR:-/var/lib/patchgate-fleet}
 stack=${PATCHGATE_STACK:-patchgate}
 inst=fleet-${PATCHGATE_FLEET_INSTANCE:-default}-
+failed=0
 if docker stack ls --format '{{.Name}}' 2>/dev/null | grep -qx "$stack"; then
-  docker stack rm "$stack" >&2
+  # may report "network in use" while tasks are still stopping; the loop below finishes the job
+  docker stack rm "$stack" >&2 || true
 fi
-deadline=$((SECONDS + 60))
+deadline=$((SECONDS + 90))
 while [ -n "$(docker ps -aq --filter "label=com.docker.stack.namespace=$stack")" ] \
    || docker network inspect "${stack}_fleet" >/dev/null 2>&1; do
-  [ "$SECONDS" -lt "$deadline" ] || { echo "fleet-down: stack $stack still has containers/network" >&2; break; }
+  if [ -z "$(docker ps -aq --filter "label=com.docker.stack.namespace=$stack")" ]; then
+    docker network rm "${stack}_fleet" >/dev/null 2>&1 || true
+  fi
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "fleet-down: stack $stack still has containers or its network after 90s" >&2
+    failed=1
+    break
+  fi
   sleep 1
 done
 docker volume rm "${stack}_signer-state" >/dev/null 2>&1 || true
@@ -29,3 +38,4 @@ if [ -e "$dir/swarm-initialized-by-patchgate" ]; then
   rm -f "$dir/swarm-initialized-by-patchgate"
   echo "fleet-down: left the swarm fleet-up.sh had initialized" >&2
 fi
+exit "$failed"
