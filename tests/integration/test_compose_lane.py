@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,6 +86,7 @@ def compose_lane(
     finally:
         run([str(COMPOSE / "down.sh")], env=env, timeout=300)
         assert _leftovers(env["PATCHGATE_COMPOSE_PROJECT"]) == []
+        shutil.rmtree(fleet.parent)  # keys, certs, executor state and blob store
 
 
 def test_check_through_compose_services_admits_the_refactor(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -81,16 +82,22 @@ def _receipt(out: Path) -> dict[str, Any]:
     return json.loads((out / "receipt.json").read_text())  # type: ignore[no-any-return]
 
 
-def _first_sandbox(events: subprocess.Popen[str], prefix: str, timeout: float) -> str:
+def _first_sandbox(events: subprocess.Popen[bytes], prefix: str, timeout: float) -> str:
     """The sweep label of the first sandbox started by this fleet (others share the engine)."""
     assert events.stdout is not None
+    fd, pending = events.stdout.fileno(), b""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([events.stdout], [], [], 1.0)
-        if ready:
-            label = events.stdout.readline().strip()
-            if label.startswith(prefix):
-                return label
+        ready, _, _ = select.select([fd], [], [], 1.0)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            if line.decode().strip().startswith(prefix):
+                return line.decode().strip()
     raise AssertionError(f"no sandbox of {prefix}* started within {timeout}s")
 
 
@@ -129,6 +136,7 @@ def fleet(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
         assert run(["docker", "network", "ls", "-q", "--filter", f"name={stack}_"]).stdout == ""
         assert run(["docker", "volume", "ls", "-q", "--filter", f"name={stack}_"]).stdout == ""
         assert _swarm_state() == swarm_before
+        shutil.rmtree(tmp)  # keys, certs, blob store, repo
 
 
 def test_one_check_spreads_over_two_replicas(fleet: Fleet, tmp_path: Path) -> None:
@@ -149,7 +157,7 @@ def test_killing_a_replica_mid_run_reruns_on_the_survivor(fleet: Fleet, tmp_path
         ["docker", "events", "--filter", "type=container", "--filter", "event=start",
          "--filter", "label=patchgate.executord",
          "--format", '{{index .Actor.Attributes "patchgate.executord"}}'],
-        stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     check = fleet.check(tmp_path / "out", "fleet-2")
     try:
