@@ -52,16 +52,6 @@ log=$(mktemp /tmp/patchgate-wheels.XXXXXX.log)
 "${PYTHON:-$here/.venv/bin/python}" -m pip wheel -q -w build/wheels . pytest >"$log" 2>&1 \
   || { cat "$log" >&2; rm -f "$log"; echo "build-images: pip wheel failed" >&2; exit 1; }
 rm -f "$log"
-# Debian bookworm's python3.11 (3.11.2) predates the tarfile extraction filters of 3.11.4 that the
-# client's workspace code uses (tarfile.extractall(filter="data")). The image takes tarfile.py from the
-# host's 3.11 interpreter (same minor version, the one the wheels are built for) when its own lacks
-# them; see docs/fleet.md. A base with Python >= 3.11.4 (python:3.11-slim) is left alone.
-rm -rf build/compat && mkdir -p build/compat
-"${PYTHON:-$here/.venv/bin/python}" - build/compat <<'PY'
-import shutil, sys, tarfile
-if sys.version_info[:2] == (3, 11) and hasattr(tarfile, "data_filter"):
-    shutil.copy(tarfile.__file__, sys.argv[1] + "/tarfile.py")
-PY
 old=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
 echo "build-images: docker build $image" >&2
 # --network none: nothing in the build needs a network (and the default bridge may be absent)
