@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 import structlog
 
+from patchgate.server import wrap_handler
 from patchgate.tls import peer_spiffe_role
 
 __all__ = ["ALLOWED_ROLES", "GUARDED_PREFIX", "RoleInterceptor", "refusal"]
@@ -55,31 +56,7 @@ class RoleInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         method: str = handler_call_details.method
         if handler is None or not method.startswith(GUARDED_PREFIX):
             return handler
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(
-                _unary(handler.unary_unary, method),
-                handler.request_deserializer,
-                handler.response_serializer,
-            )
-        if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(
-                _unary(handler.stream_unary, method),
-                handler.request_deserializer,
-                handler.response_serializer,
-            )
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(
-                _stream(handler.unary_stream, method),
-                handler.request_deserializer,
-                handler.response_serializer,
-            )
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(
-                _stream(handler.stream_stream, method),
-                handler.request_deserializer,
-                handler.response_serializer,
-            )
-        return handler  # pragma: no cover - every handler kind is covered above
+        return wrap_handler(handler, method, unary=_unary, stream=_stream)
 
 
 def _unary(fn: Callable[[Any, grpc.ServicerContext], Any], method: str) -> Callable[..., Any]:

@@ -19,6 +19,7 @@ from executord.errors import ExecutorError
 from executord.runs import ExecuteInput, Executor, Progress, PropertyRun, TreeItem
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring
+from patchgate.server import wrap_handler
 from patchgate.v1 import executor_pb2, executor_pb2_grpc, signer_pb2
 
 __all__ = ["VERSION", "ErrorInterceptor", "ExecutorService"]
@@ -37,26 +38,9 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         handler = continuation(handler_call_details)
         if handler is None:
             return None
-        method = handler_call_details.method
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(handler.unary_unary, method),
-                handler.request_deserializer,
-                handler.response_serializer,
-            )
-        if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(
-                _wrap_unary(handler.stream_unary, method),
-                handler.request_deserializer,
-                handler.response_serializer,
-            )
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(handler.unary_stream, method),
-                handler.request_deserializer,
-                handler.response_serializer,
-            )
-        return handler
+        return wrap_handler(
+            handler, handler_call_details.method, unary=_wrap_unary, stream=_wrap_stream
+        )
 
 
 def _abort(context: grpc.ServicerContext, exc: Exception, method: str) -> None:

@@ -23,9 +23,38 @@ from grpc_reflection.v1alpha import reflection
 
 from patchgate.addr import parse_address
 
-__all__ = ["DaemonServer", "ServerSettings"]
+__all__ = ["Behavior", "DaemonServer", "ServerSettings", "wrap_handler"]
 
 log = structlog.get_logger("patchgate.server")
+
+Behavior = Callable[[Any, grpc.ServicerContext], Any]
+"""A handler's behaviour: ``(request or request iterator, context) -> reply or reply iterator``."""
+
+
+def wrap_handler(
+    handler: grpc.RpcMethodHandler,  # type: ignore[type-arg]
+    method: str,
+    *,
+    unary: Callable[[Behavior, str], Behavior],
+    stream: Callable[[Behavior, str], Behavior],
+) -> grpc.RpcMethodHandler:  # type: ignore[type-arg]
+    """A copy of ``handler`` whose behaviour goes through ``unary`` (methods returning one reply:
+    unary-unary, stream-unary) or ``stream`` (methods yielding replies: unary-stream,
+    stream-stream). Interceptors use this instead of spelling out the four handler kinds.
+    """
+    kinds = (
+        ("unary_unary", grpc.unary_unary_rpc_method_handler, unary),
+        ("stream_unary", grpc.stream_unary_rpc_method_handler, unary),
+        ("unary_stream", grpc.unary_stream_rpc_method_handler, stream),
+        ("stream_stream", grpc.stream_stream_rpc_method_handler, stream),
+    )
+    for attr, make, wrap in kinds:
+        behavior = getattr(handler, attr)
+        if behavior is not None:
+            return make(
+                wrap(behavior, method), handler.request_deserializer, handler.response_serializer
+            )
+    return handler
 
 
 @dataclass(frozen=True, kw_only=True)
