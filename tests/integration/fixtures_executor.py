@@ -190,15 +190,23 @@ def private_dockerd(docker_engine: None) -> Iterator[PrivateDockerd]:
 
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[None]:
-    """A Docker engine (docker.sh starts one if none answers); no labeled leftovers after."""
-    subprocess.run(
-        [str(REPO / "scripts" / "docker.sh"), "start"], check=True, stdin=subprocess.DEVNULL
+    """A Docker engine (docker.sh starts one if none answers); no labeled leftovers after.
+
+    An engine that already answered (scripts/test.sh's, a developer's) is left running: the
+    session stops only an engine it started itself.
+    """
+    script = str(REPO / "scripts" / "docker.sh")
+    answered = (
+        subprocess.run(
+            ["docker", "version"], capture_output=True, check=False, stdin=subprocess.DEVNULL
+        ).returncode
+        == 0
     )
+    subprocess.run([script, "start"], check=True, stdin=subprocess.DEVNULL)
     yield
     left = [c for i in sorted(_INSTANCES) for c in labeled_containers(i)]
-    subprocess.run(
-        [str(REPO / "scripts" / "docker.sh"), "stop"], check=True, stdin=subprocess.DEVNULL
-    )
+    if not answered:
+        subprocess.run([script, "stop"], check=True, stdin=subprocess.DEVNULL)
     assert left == [], f"containers with label {LABEL} left behind: {left}"
 
 
