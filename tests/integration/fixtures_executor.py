@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -186,6 +186,16 @@ def private_dockerd(docker_engine: None) -> Iterator[PrivateDockerd]:
     d.stop()
     subprocess.run(["umount", "-R", str(root / "data")], capture_output=True, check=False)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def wait_for(pred: Callable[[], bool], *, timeout: float) -> bool:
+    """Poll ``pred`` every 0.2 s until it is true (True) or ``timeout`` seconds pass (False)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
 
 
 @pytest.fixture(scope="session")

@@ -26,13 +26,25 @@ from pathlib import Path
 
 import pytest
 
+from patchgate.digest import FileEntry, Manifest
 from patchgate.pki import CertPaths, issue, make_ca
 from patchgate.tls import ClientTLS
 
-__all__ = ["SignerDaemon", "TestPKI", "run_signerd", "start_signer"]
+__all__ = ["SignerDaemon", "TestPKI", "numbered_manifest", "run_signerd", "start_signer"]
 
 SIGNERD = [sys.executable, "-m", "signerd"]
 READY_TIMEOUT = 20.0
+
+
+def numbered_manifest(i: int) -> Manifest:
+    """A small canonical manifest, different for every ``i`` (load and burst tests)."""
+    return Manifest(
+        pin_id=f"fixpin-{i}",
+        files={f"fixtures/{i}.json": FileEntry(f"{i:064x}", i)},
+        seed=i,
+        clock_bound_ms=1000,
+        allowed_commands=(("python", "-m", "pytest"),),
+    )
 
 
 @dataclasses.dataclass

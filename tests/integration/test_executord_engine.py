@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import time
 
 import grpc
 import pytest
@@ -20,6 +19,7 @@ from tests.integration.fixtures_executor import (
     labeled_containers,
     prop,
     start_executor,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -37,15 +37,6 @@ def _sleep_case(tmp_path, signer):
         tmp_path, signer, extra_files={"properties/test_sleep.py": SLEEP},
         properties=(prop("sleepy", "properties/test_sleep.py::test_sleeps"),), clock_bound_ms=90000,
     )  # fmt: skip
-
-
-def _wait_for(pred, timeout: float = 30.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def _health(address: str) -> int:
@@ -72,7 +63,7 @@ def test_engine_stopped_mid_run_is_unavailable(private_dockerd, operator_key, tm
             return bool(out.split())
 
         threading.Thread(
-            target=lambda: _wait_for(running) and private_dockerd.stop(), daemon=True
+            target=lambda: wait_for(running, timeout=30.0) and private_dockerd.stop(), daemon=True
         ).start()
         with ExecutorClient(daemon.address) as client:
             result = client.execute(
@@ -105,7 +96,7 @@ def test_sigterm_mid_run_removes_containers(docker_engine, operator_key, tmp_pat
     )
     worker.start()
     try:
-        assert _wait_for(lambda: bool(labeled_containers(daemon.instance)))
+        assert wait_for(lambda: bool(labeled_containers(daemon.instance)), timeout=30.0)
         assert daemon.stop() == 0
         worker.join(30)
         assert labeled_containers(daemon.instance) == []
@@ -140,9 +131,9 @@ def test_client_cancel_removes_containers(executor_daemon, operator_key, tmp_pat
         for event in call:
             if event.progress.phase == "start":
                 break
-        assert _wait_for(lambda: bool(labeled_containers(executor_daemon.instance)))
+        assert wait_for(lambda: bool(labeled_containers(executor_daemon.instance)), timeout=30.0)
         call.cancel()
-    assert _wait_for(lambda: labeled_containers(executor_daemon.instance) == [], timeout=20)
+    assert wait_for(lambda: labeled_containers(executor_daemon.instance) == [], timeout=20)
 
 
 def test_startup_sweep_removes_leftovers(executor_daemon, operator_key, tmp_path):

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tests.integration.fixtures_executor import (
     PrivateDockerd,
     labeled_containers,
     start_executor,
+    wait_for,
 )
 from tests.integration.fixtures_gate import BILLING, Gate, GateRun, _git
 from tests.integration.fixtures_signer import SignerDaemon
@@ -68,15 +68,6 @@ def _slow_repo(tmp_path: Path) -> _Repo:
     return _Repo(path)
 
 
-def _wait_for(pred: Callable[[], bool], timeout: float = 60.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def _check_while(gate: Gate, repo: _Repo, fault: Callable[[], None]) -> GateRun:
     """Run ``check`` in a thread; call ``fault`` (which waits for its moment) meanwhile."""
     box: list[GateRun] = []
@@ -112,7 +103,7 @@ def test_executor_killed_mid_run_is_unavailable_and_restart_sweeps(
     gate = Gate(signer_daemon.address, daemon.address, operator_key.keyring_path, tmp_path)
 
     def kill() -> None:
-        assert _wait_for(lambda: bool(labeled_containers(daemon.instance)))
+        assert wait_for(lambda: bool(labeled_containers(daemon.instance)), timeout=60.0)
         daemon.proc.kill()  # SIGKILL by pid: no drain, no cleanup
         daemon.proc.wait(10)
 
@@ -150,7 +141,7 @@ def test_engine_stopped_mid_check_is_unavailable_not_fail(
         return bool(out.split())
 
     def stop_engine() -> None:
-        assert _wait_for(running)
+        assert wait_for(running, timeout=60.0)
         private_dockerd.stop()
 
     try:

@@ -8,26 +8,15 @@ import time
 
 import pytest
 
-from patchgate.digest import FileEntry, Manifest
 from patchgate.envelope import verify_fixture_envelope
 from patchgate.errors import TransportError
 from patchgate.keys import Keyring
 from patchgate.signer_client import SignerClient
-from tests.integration.fixtures_signer import SignerDaemon, run_signerd
+from tests.integration.fixtures_signer import SignerDaemon, numbered_manifest, run_signerd
 
 pytestmark = pytest.mark.integration
 
 THREADS = 16
-
-
-def _manifest(i: int) -> Manifest:
-    return Manifest(
-        pin_id=f"fixpin-{i}",
-        files={f"fixtures/{i}.json": FileEntry(f"{i:064x}", i)},
-        seed=i,
-        clock_bound_ms=1000,
-        allowed_commands=(("python", "-m", "pytest"),),
-    )
 
 
 def test_signer_killed_mid_burst_fails_as_transport_and_audit_chain_verifies(
@@ -44,7 +33,7 @@ def test_signer_killed_mid_burst_fails_as_transport_and_audit_chain_verifies(
     def worker(t: int) -> None:
         with SignerClient(signer_daemon.address, timeout=10) as c:
             for i in range(100_000):
-                m = _manifest(t * 100_000 + i)
+                m = numbered_manifest(t * 100_000 + i)
                 try:
                     env, _ = c.sign_fixture_digest(m)
                     assert verify_fixture_envelope(env, ring).digest == m.digest()

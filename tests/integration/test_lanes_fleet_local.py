@@ -13,14 +13,17 @@ import json
 import shutil
 import subprocess
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import KeyPair, make_key
-from tests.integration.fixtures_executor import ExecutorProc, labeled_containers, start_executor
+from tests.integration.fixtures_executor import (
+    ExecutorProc,
+    labeled_containers,
+    start_executor,
+    wait_for,
+)
 from tests.integration.fixtures_gate import BILLING, Gate, GateRun, _git
 from tests.integration.fixtures_signer import SignerDaemon
 
@@ -68,15 +71,6 @@ def _slow_repo(tmp_path: Path) -> _Repo:
     return _Repo(path)
 
 
-def _wait_for(pred: Callable[[], bool], timeout: float = 90.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def _executor(tmp_path: Path, name: str, operator_key: KeyPair) -> tuple[ExecutorProc, KeyPair]:
     key = make_key(tmp_path / f"key-{name}", "executor")
     work = tmp_path / name
@@ -100,8 +94,12 @@ def test_replica_killed_mid_run_is_rerun_on_the_survivor(
             daemon=True,
         )
         worker.start()
-        assert _wait_for(lambda: bool(labeled_containers(a.instance))), "a never started a run"
-        assert _wait_for(lambda: bool(labeled_containers(b.instance))), "b never started a run"
+        assert wait_for(lambda: bool(labeled_containers(a.instance)), timeout=90.0), (
+            "a never started a run"
+        )
+        assert wait_for(lambda: bool(labeled_containers(b.instance)), timeout=90.0), (
+            "b never started a run"
+        )
         a.proc.kill()  # SIGKILL by pid: the replica dies mid-run
         a.proc.wait(10)
         worker.join(300)

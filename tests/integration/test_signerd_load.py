@@ -10,26 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from patchgate.digest import FileEntry, Manifest
 from patchgate.envelope import verify_fixture_envelope
 from patchgate.errors import TransportError
 from patchgate.keys import Keyring
 from patchgate.signer_client import SignerClient
-from tests.integration.fixtures_signer import SignerDaemon, run_signerd
+from tests.integration.fixtures_signer import SignerDaemon, numbered_manifest, run_signerd
 
 pytestmark = pytest.mark.integration
 
 THREADS = 16
-
-
-def _manifest(i: int) -> Manifest:
-    return Manifest(
-        pin_id=f"fixpin-{i}",
-        files={f"fixtures/{i}.json": FileEntry(f"{i:064x}", i)},
-        seed=i,
-        clock_bound_ms=1000,
-        allowed_commands=(("python", "-m", "pytest"),),
-    )
 
 
 def test_1000_concurrent_sign_requests_from_16_threads(signer_daemon: SignerDaemon) -> None:
@@ -38,7 +27,7 @@ def test_1000_concurrent_sign_requests_from_16_threads(signer_daemon: SignerDaem
     clients = [SignerClient(signer_daemon.address, timeout=60) for _ in range(THREADS)]
 
     def one(i: int) -> tuple[int, str]:
-        env, digest = clients[i % THREADS].sign_fixture_digest(_manifest(i))
+        env, digest = clients[i % THREADS].sign_fixture_digest(numbered_manifest(i))
         return i, verify_fixture_envelope(env, ring).digest if digest else ""
 
     try:
@@ -47,7 +36,7 @@ def test_1000_concurrent_sign_requests_from_16_threads(signer_daemon: SignerDaem
     finally:
         for c in clients:
             c.close()
-    assert all(digest == _manifest(i).digest() for i, digest in results)
+    assert all(digest == numbered_manifest(i).digest() for i, digest in results)
     lines = signer_daemon.audit_log.read_text().splitlines()
     assert len(lines) == 1000
     assert {json.loads(x)["decision"] for x in lines} == {"granted"}
@@ -71,7 +60,7 @@ def test_sigterm_mid_burst_every_accepted_request_gets_a_complete_reply(
             i = 0
             while not stop.is_set():
                 i += 1
-                m = _manifest(t * 100_000 + i)
+                m = numbered_manifest(t * 100_000 + i)
                 try:
                     env, _ = c.sign_fixture_digest(m)
                     assert verify_fixture_envelope(env, ring).digest == m.digest()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,20 +10,6 @@ import pytest
 from client.cli import build_parser
 from client.cmd_check import load_defaults, settings_from_args
 from patchgate.errors import UsageError
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    r = tmp_path / "repo"
-    (r / "pins").mkdir(parents=True)
-    (r / "pins" / "fixtures.json").write_text("{}")
-    for args in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "b"],
-    ):
-        subprocess.run(["git", "-C", str(r), *args], check=True, capture_output=True)
-    return r
 
 
 def _args(repo: Path, *extra: str) -> argparse.Namespace:

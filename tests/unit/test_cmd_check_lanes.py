@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,22 +11,6 @@ from client.cmd_check import settings_from_args
 from client.gate import CheckSettings
 from patchgate.errors import UsageError
 from tests.unit.test_cmd_check import _args
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A git repository with an empty fixture pin (``check`` reads its config at the base)."""
-    r = tmp_path / "repo"
-    (r / "pins").mkdir(parents=True)
-    (r / "pins" / "fixtures.json").write_text("{}")
-    for args in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "b"],
-    ):
-        subprocess.run(["git", "-C", str(r), *args], check=True, capture_output=True)
-    return r
-
 
 S = ("--signer", "unix:/s.sock")
 REMOTE = ("--remote-executor", "r.example:7443")
