@@ -7,14 +7,18 @@ encoding unambiguous at file boundaries and let files be hashed in parallel.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
+import signal
 import stat
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn, TypeAlias
 
 from patchgate.errors import FixtureScanError, UnsafePathError
 
@@ -35,29 +39,52 @@ DIGEST_HEADER = b"patchgate-fixture-digest-v1\n"
 _CHUNK = 1 << 20  # 1 MiB: files are streamed, never read whole
 _PARALLEL_MIN_BYTES = 8 << 20  # less than this in all: one thread is faster
 _PARALLEL_MIN_AVG_BYTES = 256 << 10  # smaller files than this on average: one thread is faster
+_FORK_MIN_FILES = 1000  # fewer files than this: a fork (~2 ms) costs more than it saves
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+FilePath: TypeAlias = "str | os.PathLike[str]"
+_Item: TypeAlias = "tuple[str, FilePath]"
+
+
+_UNSAFE = re.compile(r"[\x00\n\\]|(?:^|/)\.{0,2}(?:/|$)")
+"""One search finds every unsafe shape: NUL, newline, backslash, or an empty, '.' or '..' segment
+(an absolute path starts with an empty segment). Only a path it flags pays for the reason."""
 
 
 def validate_path(path: str) -> str:
     """Return ``path`` if it is a safe relative POSIX path in UTF-8, else raise UnsafePathError."""
-    if not isinstance(path, str) or path == "":
-        raise UnsafePathError(str(path), "empty path")
+    if isinstance(path, str) and _UNSAFE.search(path) is None and (path.isascii() or _utf8(path)):
+        return path
+    raise _unsafe_reason(path)
+
+
+def _utf8(path: str) -> bool:
     try:
         path.encode("utf-8", errors="strict")
-    except UnicodeEncodeError as exc:
-        raise UnsafePathError(path, "not valid UTF-8") from exc
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unsafe_reason(path: object) -> UnsafePathError:
+    """The error naming the first reason ``path`` is unsafe (the slow path, for refusals only)."""
+    if not isinstance(path, str) or path == "":
+        return UnsafePathError(str(path), "empty path")
+    if not _utf8(path):
+        return UnsafePathError(path, "not valid UTF-8")
     for bad, why in (
         ("\x00", "contains NUL"),
         ("\n", "contains a newline"),
         ("\\", "contains a backslash"),
     ):
         if bad in path:
-            raise UnsafePathError(path, why)
+            return UnsafePathError(path, why)
     if path.startswith("/"):
-        raise UnsafePathError(path, "absolute path")
+        return UnsafePathError(path, "absolute path")
     for segment in path.split("/"):
         if segment in ("", ".", ".."):
-            raise UnsafePathError(path, f"empty, '.' or '..' segment ({segment!r})")
-    return path
+            return UnsafePathError(path, f"empty, '.' or '..' segment ({segment!r})")
+    return UnsafePathError(path, "unsafe path")  # fail closed if the two checks ever disagree
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +130,8 @@ def command_text(argv: Sequence[str]) -> str:
 
 
 def _sorted_files(files: Mapping[str, FileEntry]) -> list[tuple[str, FileEntry]]:
-    return sorted(files.items(), key=lambda item: item[0].encode("utf-8"))
+    # Code point order is UTF-8 byte order (for the valid UTF-8 paths allowed): DESIGN §4's sort.
+    return sorted(files.items())
 
 
 def _sorted_commands(commands: Iterable[Sequence[str]]) -> list[Sequence[str]]:
@@ -128,7 +156,7 @@ def fixture_digest(manifest: Manifest) -> str:
     return hashlib.sha256(canonical_bytes(manifest)).hexdigest()
 
 
-def hash_file(path: Path) -> FileEntry:
+def hash_file(path: FilePath) -> FileEntry:
     """Stream one file through sha256 in 1 MiB chunks (never the whole file in memory)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -142,17 +170,26 @@ def hash_file(path: Path) -> FileEntry:
     return FileEntry(sha256=h.hexdigest(), size=size)
 
 
-def _hash_batch(items: Sequence[tuple[str, Path]]) -> list[tuple[str, FileEntry]]:
+def _hash_batch(items: Sequence[tuple[str, FilePath]]) -> list[tuple[str, FileEntry]]:
     return [(rel, hash_file(p)) for rel, p in items]
 
 
-def hash_files(paths: Mapping[str, Path], workers: int | None = None) -> dict[str, FileEntry]:
+def hash_files(
+    paths: Mapping[str, FilePath], workers: int | None = None, *, processes: int = 1
+) -> dict[str, FileEntry]:
     """Hash many files; in parallel threads when the files are large (hashlib and reads release the
     GIL on big buffers). Many small files are hashed in one thread: there the per-file Python work
     holds the GIL and threads only contend (measured: bench/bench_digest.py). Each thread takes one
     contiguous batch, so a hand-off costs once per thread, not once per file.
+
+    ``processes`` > 1 lets a tree of many files be split over that many forked processes (the
+    caller's among them), which is what makes many small files fast. Only a single-threaded caller
+    may ask for it (the CLI does, the daemons never do): a fork copies locks other threads hold. It
+    is ignored, and threads are used, when the caller has other Python threads running.
     """
     items = list(paths.items())
+    if processes > 1 and len(items) >= _FORK_MIN_FILES and threading.active_count() == 1:
+        return dict(_hash_forked(items, processes))
     if workers is None:
         workers = min(8, os.cpu_count() or 1)
     if workers > 1 and len(items) > 1:
@@ -162,16 +199,103 @@ def hash_files(paths: Mapping[str, Path], workers: int | None = None) -> dict[st
     workers = min(workers, len(items)) or 1
     if workers == 1:
         return dict(_hash_batch(items))
-    size = -(-len(items) // workers)
-    batches = [items[i : i + size] for i in range(0, len(items), size)]
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - the CLI starts faster
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return {rel: entry for batch in pool.map(_hash_batch, batches) for rel, entry in batch}
+        batches = pool.map(_hash_batch, _split(items, workers))
+        return {rel: entry for batch in batches for rel, entry in batch}
 
 
-def scan_fixture_tree(root: Path, fixture_root: str, pinned: Iterable[str]) -> dict[str, Path]:
+def _split(items: list[_Item], n: int) -> list[list[_Item]]:
+    size = -(-len(items) // n)
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+@dataclass
+class _Child:
+    pid: int
+    fd: int
+    batch: list[_Item]
+    reaped: bool = False
+
+
+def _hash_forked(items: list[_Item], processes: int) -> list[tuple[str, FileEntry]]:
+    """Hash the first batch here and each other batch in a forked child that reports over a pipe.
+
+    A child that dies or reports anything malformed has its batch hashed again here: a result is
+    computed or the error raised, never guessed. An OSError a child met is raised as if met here.
+    """
+    batches = _split(items, processes)
+    children: list[_Child] = []
+    try:
+        for batch in batches[1:]:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child's coverage is not collected
+                os.close(r)
+                _child_main(batch, w)
+            os.close(w)
+            children.append(_Child(pid, r, batch))
+        results = _hash_batch(batches[0])
+        for child in children:
+            results.extend(_collect(child))
+        return results
+    finally:
+        for child in children:
+            if not child.reaped:
+                with contextlib.suppress(OSError):
+                    os.kill(child.pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.close(child.fd)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(child.pid, 0)
+
+
+def _child_main(batch: list[_Item], w: int) -> NoReturn:  # pragma: no cover - runs in the child
+    """Hash ``batch``; write one line per file ("HEX SIZE", or "!ERRNO WHY" and stop); exit."""
+    code = 1
+    try:
+        lines = []
+        for _, path in batch:
+            try:
+                entry = hash_file(path)
+            except OSError as exc:
+                lines.append(f"!{exc.errno or 0} {exc.strerror or exc}")
+                break
+            lines.append(f"{entry.sha256} {entry.size}")
+        view = memoryview("\n".join(lines).encode("utf-8", "surrogateescape"))
+        while view:
+            view = view[os.write(w, view) :]
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _collect(child: _Child) -> list[tuple[str, FileEntry]]:
+    with os.fdopen(child.fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(child.pid, 0)
+    child.reaped = True
+    lines = data.decode("utf-8", "surrogateescape").split("\n") if data else []
+    out: list[tuple[str, FileEntry]] = []
+    for (rel, path), line in zip(child.batch, lines, strict=False):
+        if line.startswith("!"):
+            code, _, why = line[1:].partition(" ")
+            raise OSError(int(code) if code.isdigit() else 0, why, os.fspath(path))
+        sha, _, size = line.partition(" ")
+        if not (_HEX64.fullmatch(sha) and size.isdigit()):
+            break
+        out.append((rel, FileEntry(sha256=sha, size=int(size))))
+    if os.waitstatus_to_exitcode(status) != 0 or len(out) != len(child.batch):
+        return _hash_batch(child.batch)  # the child failed: its share is hashed here instead
+    return out
+
+
+def scan_fixture_tree(root: Path, fixture_root: str, pinned: Iterable[str]) -> dict[str, str]:
     """Match the files under ``root/fixture_root`` against the pinned paths (relative to ``root``).
 
-    Returns pinned path -> file to hash. Raises FixtureScanError listing every missing, unpinned
+    Returns pinned path -> file to hash (a str path: ten thousand Path objects cost more than the
+    scan itself). Raises FixtureScanError listing every missing, unpinned
     (extra) and unsafe file: a symlink that leaves the fixture tree, a linked directory, a
     non-regular file, a path that is not safe UTF-8. Nothing is hashed here.
     """
@@ -185,11 +309,11 @@ def scan_fixture_tree(root: Path, fixture_root: str, pinned: Iterable[str]) -> d
         except UnsafePathError:
             unsafe.append(p)
     base = root / fixture_root
-    found: dict[str, Path] = {}
+    found: dict[str, str] = {}
     if base.is_symlink():
         unsafe.append(fixture_root)
     elif base.is_dir():
-        _walk(base, fixture_root, os.path.realpath(base), found, unsafe)
+        _walk(str(base), fixture_root, os.path.realpath(base), found, unsafe)
     missing = sorted(pinned_set - set(found) - set(unsafe))
     extra = sorted(set(found) - pinned_set)
     if missing or extra or unsafe:
@@ -198,7 +322,7 @@ def scan_fixture_tree(root: Path, fixture_root: str, pinned: Iterable[str]) -> d
 
 
 def _walk(
-    directory: Path, rel_dir: str, base_real: str, found: dict[str, Path], unsafe: list[str]
+    directory: str, rel_dir: str, base_real: str, found: dict[str, str], unsafe: list[str]
 ) -> None:
     """Depth-first scan with os.scandir: only symlinks pay for a realpath."""
     with os.scandir(directory) as entries:
@@ -213,11 +337,11 @@ def _walk(
                 if entry.is_dir() or _link_problem(entry.path, base_real):
                     unsafe.append(rel)  # a linked directory is not walked: refuse it
                 else:
-                    found[rel] = Path(entry.path)
+                    found[rel] = entry.path
             elif entry.is_dir(follow_symlinks=False):
-                _walk(Path(entry.path), rel, base_real, found, unsafe)
+                _walk(entry.path, rel, base_real, found, unsafe)
             elif entry.is_file(follow_symlinks=False):
-                found[rel] = Path(entry.path)
+                found[rel] = entry.path
             else:
                 unsafe.append(rel)  # fifo, socket, device: not a regular file
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import patchgate.digest as digest_module
 from patchgate.digest import (
     DIGEST_HEADER,
     FileEntry,
@@ -149,6 +152,42 @@ def test_validate_path_accepts(path: str) -> None:
     assert validate_path(path) == path
 
 
+def _reference_safe(path: str) -> bool:
+    """DESIGN §4's rule spelled out step by step: the slow definition the fast check must equal."""
+    try:
+        path.encode("utf-8", errors="strict")
+    except UnicodeEncodeError:
+        return False
+    return (
+        path != ""
+        and not any(c in path for c in "\x00\n\\")
+        and not path.startswith("/")
+        and all(seg not in ("", ".", "..") for seg in path.split("/"))
+    )
+
+
+_PATHISH = st.text(
+    alphabet=st.sampled_from(["a", "b", ".", "/", "\\", "\x00", "\n", "ü", "\udcff", " "]),
+    max_size=12,
+)
+
+
+@given(st.one_of(_PATHISH, st.text(max_size=12)))
+def test_validate_path_equals_reference(path: str) -> None:
+    """The one-regex fast path accepts exactly what the step-by-step rule accepts."""
+    if _reference_safe(path):
+        assert validate_path(path) == path
+    else:
+        with pytest.raises(UnsafePathError):
+            validate_path(path)
+
+
+@given(st.lists(st.text(min_size=1, max_size=6).filter(_reference_safe), max_size=8))
+def test_code_point_order_is_utf8_byte_order(paths: list[str]) -> None:
+    """canonical_bytes sorts paths as str: the same order as by their UTF-8 bytes (DESIGN §4)."""
+    assert sorted(paths) == sorted(paths, key=lambda p: p.encode("utf-8"))
+
+
 @given(manifests())
 def test_unsafe_path_in_manifest_refused(m: Manifest) -> None:
     """canonical_bytes validates every path."""
@@ -173,3 +212,100 @@ def test_hash_files_parallel_equals_serial(tmp_path: Path) -> None:
         paths[f"fixtures/f{i}"] = p
     assert hash_files(paths, workers=3) == hash_files(paths, workers=1)
     assert hash_files(paths, workers=3)["fixtures/f1"] == _entry(bytes([1]) * (3 << 20))
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids os.fork returned in the parent during the test (the child's own calls vanish)."""
+    pids: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    return pids
+
+
+def _many_files(tmp_path: Path, n: int) -> dict[str, Path]:
+    files = {}
+    for i in range(n):
+        p = tmp_path / f"f{i:04d}.bin"
+        p.write_bytes(f"file {i}\n".encode() * (i % 7))
+        files[f"fixtures/f{i:04d}.bin"] = p
+    return files
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+def test_forked_hashing_equals_one_process(
+    tmp_path: Path, processes: int, forks: list[int]
+) -> None:
+    """Split over forked processes, every file gets the same entry as hashed here."""
+    files = _many_files(tmp_path, 1200)
+    here = hash_files(files, workers=1)
+    assert hash_files(files, processes=processes) == here
+    assert len(forks) == processes - 1
+    assert here["fixtures/f0003.bin"] == _entry(b"file 3\n" * 3)
+
+
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_forked_hashing_raises_a_childs_oserror(tmp_path: Path, forks: list[int]) -> None:
+    """A file that vanished in a child's share raises as if hashed here; no child is left."""
+    files = _many_files(tmp_path, 1200)
+    gone = "fixtures/f1100.bin"  # in the second half: the child's batch
+    files[gone].unlink()
+    with pytest.raises(FileNotFoundError) as err:
+        hash_files(files, processes=2)
+    assert err.value.filename == str(files[gone])
+    assert len(forks) == 1
+    assert _no_children_left()
+
+
+def test_forked_hashing_redoes_a_failed_childs_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    """A child that dies without a report has its files hashed by the parent, never guessed."""
+    files = _many_files(tmp_path, 1200)
+    monkeypatch.setattr(digest_module, "_child_main", lambda batch, w: os._exit(3))
+    assert hash_files(files, processes=2) == hash_files(files, workers=1)
+    assert len(forks) == 1
+    assert _no_children_left()
+
+
+def test_forked_hashing_refuses_a_malformed_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    """A child whose report is not HEX SIZE lines is ignored and its share hashed again."""
+    files = _many_files(tmp_path, 1200)
+
+    def liar(batch: list[tuple[str, Path]], w: int) -> None:
+        os.write(w, "\n".join(f"{'0' * 63}x 1" for _ in batch).encode())
+        os._exit(0)
+
+    monkeypatch.setattr(digest_module, "_child_main", liar)
+    assert hash_files(files, processes=2) == hash_files(files, workers=1)
+    assert len(forks) == 1
+
+
+def test_no_fork_when_other_threads_run(tmp_path: Path, forks: list[int]) -> None:
+    """With other Python threads alive the fork path is not taken (a fork copies their locks)."""
+    files = _many_files(tmp_path, 1200)
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert hash_files(files, processes=2) == hash_files(files, workers=1)
+    finally:
+        stop.set()
+        t.join()
+    assert forks == []

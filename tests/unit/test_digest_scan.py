@@ -26,7 +26,7 @@ PINNED = ["fixtures/a.json", "fixtures/sub/b.txt"]
 def test_matching_tree_returns_every_pinned_file(tree: Path) -> None:
     """Every pinned file is found, keyed by its repo-relative path."""
     found = scan_fixture_tree(tree, "fixtures", PINNED)
-    assert found == {p: tree / p for p in PINNED}
+    assert found == {p: str(tree / p) for p in PINNED}
 
 
 def test_missing_file_refused(tree: Path) -> None:
