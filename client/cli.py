@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -122,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except PatchgateError as exc:
         if verbose:
+            import traceback  # noqa: PLC0415 - only --verbose pays for it
+
             traceback.print_exc(file=sys.stderr)
         label = "refused" if isinstance(exc, CommandRefused) else "error"
         message = " ".join(str(exc).split())  # one line, whatever the error carries

@@ -8,6 +8,7 @@ prints the canonical fixture digest v1 (DESIGN §4).
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from client.cmdutil import print_json, resolve_out
@@ -76,7 +77,7 @@ def build_fixture_ledger(pin: FixturePin, root: Path, fixture_root: str) -> Fixt
     bound and commands. A hash that differs from the pin is listed as ``mismatched``.
     """
     found = scan_fixture_tree(root, fixture_root, pin.files)
-    live = hash_files(found)
+    live = hash_files(found, processes=min(8, os.cpu_count() or 1))
     mismatched = sorted(p for p, entry in live.items() if entry.sha256 != pin.files[p])
     if mismatched:
         raise FixtureScanError(mismatched=mismatched)

@@ -9,8 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import subprocess
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +82,8 @@ class GitSource:
     rev: str
 
     def read(self, path: str) -> bytes | None:
+        import subprocess  # noqa: PLC0415 - only this source needs it; the CLI starts faster
+
         try:
             proc = subprocess.run(
                 ["git", "-C", str(self.repo), "show", f"{self.rev}:./{path}"],
@@ -156,6 +156,8 @@ def load_config(source: PinSource) -> ProjectConfig:
 
 
 def _toml(raw: bytes, where: str) -> dict[str, Any]:
+    import tomllib  # noqa: PLC0415 - only a tree with a TOML config pays for the parser
+
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
