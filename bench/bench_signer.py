@@ -150,6 +150,105 @@ def _client_proc(address: str, n: int, threads: int, start: Any, out: Any, healt
         ch.close()
 
 
+def _lean_client_proc(address: str, n: int, clients: int, start: Any, out: Any) -> None:
+    """``clients`` channels in one asyncio loop, each sending its share of prepared requests one
+    after another: a load generator that spends as little of the shared CPUs as Python allows
+    (no envelope parsing, requests serialized before the clock starts)."""
+    import asyncio  # noqa: PLC0415 - only the load generator's processes need it
+
+    from patchgate.signer_client import manifest_to_proto  # noqa: PLC0415
+    from patchgate.v1 import signer_pb2, signer_pb2_grpc  # noqa: PLC0415
+
+    target = parse_address(address).grpc_target
+    requests = [
+        signer_pb2.SignFixtureDigestRequest(manifest=manifest_to_proto(manifest(i)))
+        for i in range(n)
+    ]
+
+    async def run() -> None:
+        channels = [grpc.aio.insecure_channel(target) for _ in range(clients)]
+        stubs = [signer_pb2_grpc.SignerStub(ch) for ch in channels]  # type: ignore[no-untyped-call]
+        for stub in stubs:
+            await stub.SignFixtureDigest(requests[0], timeout=60)  # connect before timing
+        await asyncio.get_running_loop().run_in_executor(None, start.wait)
+
+        async def client(k: int) -> None:
+            for i in range(k, n, clients):
+                await stubs[k].SignFixtureDigest(requests[i], timeout=60)
+
+        await asyncio.gather(*(client(k) for k in range(clients)))
+        out.put(time.perf_counter())
+        for ch in channels:
+            await ch.close()
+
+    asyncio.run(run())
+
+
+def lean_throughput(address: str, n: int, clients: int = 16, procs: int = 2) -> float:
+    """Sign RPCs/s from ``clients`` concurrent channels over ``procs`` asyncio processes."""
+    ctx = multiprocessing.get_context("spawn")
+    start, out = ctx.Event(), ctx.Queue()
+    per = n // procs
+    workers = [
+        ctx.Process(target=_lean_client_proc, args=(address, per, clients // procs, start, out))
+        for _ in range(procs)
+    ]
+    for w in workers:
+        w.start()
+    time.sleep(3)  # let every process build its requests and connect
+    t0 = time.perf_counter()
+    start.set()
+    end = max(out.get(timeout=300) for _ in workers)
+    for w in workers:
+        w.join(30)
+    return per * procs / (end - t0)
+
+
+def _canned_server(path: str, reply: bytes, ready: Any, stop: Any) -> None:
+    """A Signer server on the same grpcio sync server settings that answers every
+    SignFixtureDigest with one fixed signed reply: the RPC cost with no signer work at all."""
+    from concurrent import futures  # noqa: PLC0415
+
+    from patchgate.v1 import signer_pb2, signer_pb2_grpc  # noqa: PLC0415
+
+    canned = signer_pb2.SignFixtureDigestResponse.FromString(reply)
+
+    class Canned(signer_pb2_grpc.SignerServicer):
+        def SignFixtureDigest(self, request: Any, context: Any) -> Any:
+            return canned
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    signer_pb2_grpc.add_SignerServicer_to_server(Canned(), server)  # type: ignore[no-untyped-call]
+    server.add_insecure_port(f"unix:{path}")
+    server.start()
+    ready.set()
+    stop.wait()
+    server.stop(0).wait()
+
+
+def canned_ceiling(tmp: Path, address: str, n: int) -> float:
+    """lean_throughput against a server that returns a real signer reply without doing any work."""
+    from patchgate.signer_client import manifest_to_proto  # noqa: PLC0415
+    from patchgate.v1 import signer_pb2, signer_pb2_grpc  # noqa: PLC0415
+
+    with grpc.insecure_channel(parse_address(address).grpc_target) as ch:
+        stub = signer_pb2_grpc.SignerStub(ch)  # type: ignore[no-untyped-call]
+        req = signer_pb2.SignFixtureDigestRequest(manifest=manifest_to_proto(manifest(0)))
+        reply = stub.SignFixtureDigest(req, timeout=30).SerializeToString()
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop = ctx.Event(), ctx.Event()
+    path = str(tmp / "canned.sock")
+    server = ctx.Process(target=_canned_server, args=(path, reply, ready, stop))
+    server.start()
+    try:
+        if not ready.wait(30):
+            raise SystemExit("canned server did not start")
+        return lean_throughput(f"unix:{path}", n)
+    finally:
+        stop.set()
+        server.join(30)
+
+
 def throughput(address: str, n: int, threads: int, procs: int, health: bool = False) -> float:
     """``threads`` concurrent clients over ``procs`` processes (a Python client is GIL-bound)."""
     ctx = multiprocessing.get_context("spawn")
@@ -191,6 +290,10 @@ def main() -> int:
             cpu0 = cpu_seconds(proc.pid)
             bare = throughput(address, args.requests * 2, args.threads, 2, health=True)
             bare_cpu_us = (cpu_seconds(proc.pid) - cpu0) / (args.requests * 2) * 1e6
+            cpu0 = cpu_seconds(proc.pid)
+            lean = lean_throughput(address, args.requests * 2, args.threads)
+            lean_cpu_us = (cpu_seconds(proc.pid) - cpu0) / (args.requests * 2) * 1e6
+            ceiling = canned_ceiling(tmp, address, args.requests * 2)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
@@ -218,6 +321,9 @@ def main() -> int:
             None,
         ),
         ("baseline: signer CPU per health Check", f"{bare_cpu_us:.0f} us", bare_cpu_us / floor),
+        (f"throughput, {args.threads} lean asyncio clients, 2 procs", f"{lean:,.0f} sig/s", None),
+        ("signer CPU per signature, lean clients", f"{lean_cpu_us:.0f} us", lean_cpu_us / floor),
+        ("ceiling: same lean load, canned reply, no work", f"{ceiling:,.0f} rpc/s", None),
         ("floor throughput (1 core, 1e6/floor)", f"{1e6 / floor:,.0f} sig/s", None),
     ]
     for name, value, ratio in rows:
