@@ -179,7 +179,7 @@ def _lean_client_proc(address: str, n: int, clients: int, start: Any, out: Any) 
         await asyncio.gather(*(client(k) for k in range(clients)))
         out.put(time.perf_counter())
         for ch in channels:
-            await ch.close()
+            await ch.close(None)
 
     asyncio.run(run())
 
@@ -201,7 +201,7 @@ def lean_throughput(address: str, n: int, clients: int = 16, procs: int = 2) -> 
     end = max(out.get(timeout=300) for _ in workers)
     for w in workers:
         w.join(30)
-    return per * procs / (end - t0)
+    return float(per * procs / (end - t0))
 
 
 def _canned_server(path: str, reply: bytes, ready: Any, stop: Any) -> None:
@@ -266,7 +266,7 @@ def throughput(address: str, n: int, threads: int, procs: int, health: bool = Fa
     end = max(out.get(timeout=300) for _ in workers)
     for w in workers:
         w.join(30)
-    return per * procs / (end - t0)
+    return float(per * procs / (end - t0))
 
 
 def main() -> int:
