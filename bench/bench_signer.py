@@ -126,7 +126,7 @@ def latency_us(address: str, n: int) -> list[float]:
     return sorted(samples)
 
 
-def _client_proc(address: str, n: int, threads: int, start: Any, out: Any, health: bool) -> None:
+def _client_proc(address: str, n: int, threads: int, health: bool, start: Any, out: Any) -> None:
     clients = [SignerClient(address, timeout=60) for _ in range(threads)]
     channels = [grpc.insecure_channel(parse_address(address).grpc_target) for _ in range(threads)]
     checks = [health_pb2_grpc.HealthStub(ch) for ch in channels]  # type: ignore[no-untyped-call]
@@ -186,13 +186,16 @@ def _lean_client_proc(address: str, n: int, clients: int, start: Any, out: Any) 
 
 def lean_throughput(address: str, n: int, clients: int = 16, procs: int = 2) -> float:
     """Sign RPCs/s from ``clients`` concurrent channels over ``procs`` asyncio processes."""
+    return _rate(_lean_client_proc, (address, n // procs, clients // procs), n // procs, procs)
+
+
+def _rate(target: Any, args: tuple[Any, ...], per: int, procs: int) -> float:
+    """Start ``procs`` spawned processes running ``target(*args, start, out)`` (each sends ``per``
+    requests once ``start`` is set, then puts its end time on ``out``); release them together
+    once all have connected; requests per second until the last one is done."""
     ctx = multiprocessing.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
-    per = n // procs
-    workers = [
-        ctx.Process(target=_lean_client_proc, args=(address, per, clients // procs, start, out))
-        for _ in range(procs)
-    ]
+    workers = [ctx.Process(target=target, args=(*args, start, out)) for _ in range(procs)]
     for w in workers:
         w.start()
     time.sleep(3)  # let every process build its requests and connect
@@ -251,22 +254,8 @@ def canned_ceiling(tmp: Path, address: str, n: int) -> float:
 
 def throughput(address: str, n: int, threads: int, procs: int, health: bool = False) -> float:
     """``threads`` concurrent clients over ``procs`` processes (a Python client is GIL-bound)."""
-    ctx = multiprocessing.get_context("spawn")
-    start, out = ctx.Event(), ctx.Queue()
     per = n // procs
-    workers = [
-        ctx.Process(target=_client_proc, args=(address, per, threads // procs, start, out, health))
-        for _ in range(procs)
-    ]
-    for w in workers:
-        w.start()
-    time.sleep(3)  # let every process connect
-    t0 = time.perf_counter()
-    start.set()
-    end = max(out.get(timeout=300) for _ in workers)
-    for w in workers:
-        w.join(30)
-    return float(per * procs / (end - t0))
+    return _rate(_client_proc, (address, per, threads // procs, health), per, procs)
 
 
 def main() -> int:
