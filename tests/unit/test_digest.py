@@ -309,3 +309,19 @@ def test_no_fork_when_other_threads_run(tmp_path: Path, forks: list[int]) -> Non
         stop.set()
         t.join()
     assert forks == []
+
+
+def test_interrupted_parent_kills_and_reaps_its_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    """Ctrl-C while the parent hashes its share: the children are killed and reaped, none left."""
+    files = _many_files(tmp_path, 1200)
+
+    def interrupted(items: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(digest_module, "_hash_batch", interrupted)  # the child never calls it
+    with pytest.raises(KeyboardInterrupt):
+        hash_files(files, processes=2)
+    assert len(forks) == 1
+    assert _no_children_left()
