@@ -207,16 +207,21 @@ class FixtureStatement:
     issued_at: str
 
 
-def fixture_statement(manifest: Manifest, signer: Signer, issued_at: str) -> bytes:
-    """The fixture statement of DESIGN §5 for ``manifest`` (subject: pin id and digest v1)."""
+def fixture_statement(
+    manifest: Manifest, signer: Signer, issued_at: str, digest: str | None = None
+) -> bytes:
+    """The fixture statement of DESIGN §5 for ``manifest`` (subject: pin id and digest v1).
+
+    ``digest``, when given, must be ``manifest.digest()`` already computed by the caller (the
+    signer replies with it too); a wrong one makes a statement every verifier refuses.
+    """
     predicate = {
         "manifest": manifest.to_json(),
         "signer": {"keyid": signer.keyid, "role": signer.role},
         "issuedAt": issued_at,
     }
-    return build_statement(
-        manifest.pin_id, fixture_digest(manifest), FIXTURE_PREDICATE_TYPE, predicate
-    )
+    subject_digest = fixture_digest(manifest) if digest is None else digest
+    return build_statement(manifest.pin_id, subject_digest, FIXTURE_PREDICATE_TYPE, predicate)
 
 
 def parse_fixture_statement(payload: bytes) -> tuple[Manifest, str, str]:

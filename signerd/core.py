@@ -86,7 +86,7 @@ class SignerCore:
             self._record(caller, base, "denied", exc.reason, exc.grpc_code)
             raise
         digest = manifest.digest()
-        envelope = self._keys.sign_fixture(manifest, self._clock())
+        envelope = self._keys.sign_fixture(manifest, self._clock(), digest)  # computed once
         self._record(
             caller,
             {**base, "digest": digest, "keyid": self._keys.active_keyid},

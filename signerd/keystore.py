@@ -69,10 +69,11 @@ class KeyStore:
         """Every loaded key's public entry, the active one first."""
         return [PublishedKey(s.keyring_entry(), i == 0) for i, s in enumerate(self._signers)]
 
-    def sign_fixture(self, manifest: Manifest, issued_at: str) -> Envelope:
-        """A DSSE envelope over the fixture statement of ``manifest``, by the active key."""
+    def sign_fixture(self, manifest: Manifest, issued_at: str, digest: str) -> Envelope:
+        """A DSSE envelope over the fixture statement of ``manifest`` (whose canonical digest is
+        ``digest``), by the active key."""
         signer = self._signers[0]
-        return sign_envelope(fixture_statement(manifest, signer, issued_at), signer)
+        return sign_envelope(fixture_statement(manifest, signer, issued_at, digest), signer)
 
     def __repr__(self) -> str:
         return f"KeyStore(keyids={[s.keyid[:16] for s in self._signers]!r})"

@@ -152,6 +152,16 @@ def test_fixture_statement_subject_must_match_manifest() -> None:
         parse_fixture_statement(payload)
 
 
+def test_fixture_statement_with_a_precomputed_digest() -> None:
+    """The signer passes the digest it already computed: the right one gives the same statement,
+    a wrong one a statement every verifier refuses."""
+    m = Manifest(pin_id="p", seed=1, clock_bound_ms=1, allowed_commands=(("python",),))
+    t = "2026-09-10T00:00:00Z"
+    assert fixture_statement(m, OPERATOR, t, m.digest()) == fixture_statement(m, OPERATOR, t)
+    with pytest.raises(EnvelopeError, match="subject"):
+        parse_fixture_statement(fixture_statement(m, OPERATOR, t, "0" * 64))
+
+
 def test_fixture_envelope_by_executor_refused() -> None:
     """A fixture statement signed with an executor key is refused (reject_fixture_role)."""
     m = Manifest(pin_id="p", seed=1, clock_bound_ms=1)
