@@ -13,7 +13,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
 import tempfile
 import threading
 import time
@@ -23,15 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from executord.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
+from patchgate.digest import SHA256_HEX
 
 __all__ = ["BlobStore", "Chunk", "IngestStats", "is_digest"]
-
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def is_digest(text: str) -> bool:
     """True for a lowercase sha256 hex string."""
-    return bool(_HEX64.fullmatch(text))
+    return bool(SHA256_HEX.fullmatch(text))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from patchgate.errors import FixtureScanError, UnsafePathError
 
 __all__ = [
     "DIGEST_HEADER",
+    "SHA256_HEX",
     "FileEntry",
     "Manifest",
     "canonical_bytes",
@@ -40,7 +41,8 @@ _CHUNK = 1 << 20  # 1 MiB: files are streamed, never read whole
 _PARALLEL_MIN_BYTES = 8 << 20  # less than this in all: one thread is faster
 _PARALLEL_MIN_AVG_BYTES = 256 << 10  # smaller files than this on average: one thread is faster
 _FORK_MIN_FILES = 1000  # fewer files than this: a fork (~2 ms) costs more than it saves
-_HEX64 = re.compile(r"[0-9a-f]{64}")
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+"""A sha256 as every file format here writes it: 64 lowercase hex digits (use ``fullmatch``)."""
 
 FilePath: TypeAlias = "str | os.PathLike[str]"
 _Item: TypeAlias = "tuple[str, FilePath]"
@@ -283,7 +285,7 @@ def _collect(child: _Child) -> list[tuple[str, FileEntry]]:
             code, _, why = line[1:].partition(" ")
             raise OSError(int(code) if code.isdigit() else 0, why, os.fspath(path))
         sha, _, size = line.partition(" ")
-        if not (_HEX64.fullmatch(sha) and size.isdigit()):
+        if not (SHA256_HEX.fullmatch(sha) and size.isdigit()):
             break
         out.append((rel, FileEntry(sha256=sha, size=int(size))))
     if os.waitstatus_to_exitcode(status) != 0 or len(out) != len(child.batch):

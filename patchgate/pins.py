@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchgate.digest import FileEntry, Manifest, validate_path
+from patchgate.digest import SHA256_HEX, FileEntry, Manifest, validate_path
 from patchgate.errors import PinError, UnsafePathError
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
 
 PROPERTY_CLASSES = ("pure_fn", "idempotent_io", "bounded_time", "external_probe")
 ELIGIBLE_CLASSES = ("pure_fn", "idempotent_io")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_PIN_BYTES = 4 << 20
 
@@ -304,7 +303,7 @@ def parse_fixture_pin(raw: bytes, where: str, fixture_root: str = "fixtures") ->
             raise PinError(
                 where, f"files[{path!r}]", f"not under the fixture root {fixture_root!r}"
             )
-        if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+        if not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest):
             raise PinError(where, f"files[{path!r}]", "expected 64 lowercase hex characters")
         files[path] = digest
     seed = _int(obj, "seed", where, 0, 2**32 - 1)

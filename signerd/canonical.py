@@ -12,13 +12,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from patchgate.digest import FileEntry, Manifest, command_text, validate_path
+from patchgate.digest import SHA256_HEX, FileEntry, Manifest, command_text, validate_path
 from patchgate.errors import UnsafePathError
 from signerd.errors import InvalidArgument
 
 __all__ = ["LIMITS", "Limits", "RawFile", "RawManifest", "validate"]
 
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -111,7 +110,7 @@ def _check_files(raw_files: Sequence[RawFile], limits: Limits) -> dict[str, File
             raise InvalidArgument(f"{where}.path: longer than {limits.max_path_bytes} bytes")
         if f.path in files:
             raise InvalidArgument(f"{where}.path: {f.path!r} is listed twice")
-        if not _HEX64.fullmatch(f.sha256):
+        if not SHA256_HEX.fullmatch(f.sha256):
             raise InvalidArgument(f"{where}.sha256: not 64 lowercase hex characters")
         if not limits.max_file_size >= f.size >= 0:
             raise InvalidArgument(f"{where}.size: {f.size} is outside 0..{limits.max_file_size}")
