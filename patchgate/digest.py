@@ -229,16 +229,15 @@ def _hash_forked(items: list[_Item], processes: int) -> list[tuple[str, FileEntr
     """
     batches = _split(items, processes)
     children: list[_Child] = []
+    here = batches[0]
     try:
         for batch in batches[1:]:
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child's coverage is not collected
-                os.close(r)
-                _child_main(batch, w)
-            os.close(w)
-            children.append(_Child(pid, r, batch))
-        results = _hash_batch(batches[0])
+            child = _fork(batch)
+            if child is None:
+                here = here + batch  # no process to be had: this one hashes that share too
+            else:
+                children.append(child)
+        results = _hash_batch(here)
         for child in children:
             results.extend(_collect(child))
         return results
@@ -251,6 +250,25 @@ def _hash_forked(items: list[_Item], processes: int) -> list[tuple[str, FileEntr
                     os.close(child.fd)
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(child.pid, 0)
+
+
+def _fork(batch: list[_Item]) -> _Child | None:
+    """A child hashing ``batch``, or None when the system will not give one (no fd or process)."""
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        os.close(r)
+        _child_main(batch, w)
+    os.close(w)
+    return _Child(pid, r, batch)
 
 
 def _child_main(batch: list[_Item], w: int) -> NoReturn:  # pragma: no cover - runs in the child
@@ -297,9 +315,9 @@ def scan_fixture_tree(root: Path, fixture_root: str, pinned: Iterable[str]) -> d
     """Match the files under ``root/fixture_root`` against the pinned paths (relative to ``root``).
 
     Returns pinned path -> file to hash (a str path: ten thousand Path objects cost more than the
-    scan itself). Raises FixtureScanError listing every missing, unpinned
-    (extra) and unsafe file: a symlink that leaves the fixture tree, a linked directory, a
-    non-regular file, a path that is not safe UTF-8. Nothing is hashed here.
+    scan itself). Raises FixtureScanError listing every missing, unpinned (extra) and unsafe file:
+    a symlink that leaves the fixture tree, a linked directory, a non-regular file, a path that is
+    not safe UTF-8. Nothing is hashed here.
     """
     root = Path(root)
     validate_path(fixture_root)

@@ -325,3 +325,17 @@ def test_interrupted_parent_kills_and_reaps_its_children(
         hash_files(files, processes=2)
     assert len(forks) == 1
     assert _no_children_left()
+
+
+def test_no_process_to_be_had_hashes_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When fork fails (EAGAIN: no process left), the parent hashes that share itself."""
+    files = _many_files(tmp_path, 1200)
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    expected = hash_files(files, workers=1)
+    monkeypatch.setattr(os, "fork", no_fork)
+    fds = len(os.listdir("/proc/self/fd"))
+    assert hash_files(files, processes=3) == expected
+    assert len(os.listdir("/proc/self/fd")) == fds  # both pipe ends closed again
