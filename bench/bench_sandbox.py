@@ -53,7 +53,7 @@ def _commands(n: int) -> list[tuple[str, ...]]:
 
 
 def _start_daemon(root: Path, keyring: Path, parallel: int) -> tuple[subprocess.Popen[str], str]:
-    sock = Path(tempfile.mkdtemp(prefix="pgbench-", dir="/tmp")) / "x.sock"
+    sock = root / "x.sock"  # inside the run's temp dir, removed with it
     proc = subprocess.Popen(
         [sys.executable, "-m", "executord", "serve", "--operator-keyring", str(keyring),
          "--listen", f"unix:{sock}", "--image", "host", "--state-dir", str(root / "state"),
