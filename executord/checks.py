@@ -7,16 +7,12 @@ it — is FAILED_PRECONDITION.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from executord.blobstore import is_digest
 from executord.errors import FailedPrecondition, InvalidArgument
+from executord.request import ExecuteInput
 from patchgate.digest import Manifest, validate_path
 from patchgate.errors import UnsafePathError
 from patchgate.pins import command_allowed
-
-if TYPE_CHECKING:
-    from executord.runs import ExecuteInput
 
 __all__ = ["MAX_RUNS", "check_request"]
 

@@ -24,6 +24,7 @@ from executord.blobstore import BlobStore
 from executord.checks import check_request
 from executord.errors import FailedPrecondition, SandboxError
 from executord.junit import outcome_from_junit
+from executord.request import ExecuteInput, PropertyRun
 from executord.sandbox import ContainerRuntime, ContainerSpec, Mount, SandboxPolicy, run_container
 from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
 from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelope
@@ -34,41 +35,11 @@ from patchgate.report import sign_result
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.v1 import executor_pb2
 
-__all__ = ["ExecuteInput", "Executor", "Prepared", "Progress", "PropertyRun", "TreeItem"]
+__all__ = ["Executor", "Prepared", "Progress"]
 
 log = structlog.get_logger("executord.runs")
 WORKSPACE = "/workspace"
 RESULTS = "/results"
-
-
-@dataclass(frozen=True)
-class TreeItem:
-    """One workspace file by content."""
-
-    path: str
-    digest: str
-    size: int
-    executable: bool = False
-
-
-@dataclass(frozen=True)
-class PropertyRun:
-    """An admitted property: its id and argv."""
-
-    id: str
-    command: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExecuteInput:
-    """The Execute request, without grpc."""
-
-    request_id: str
-    envelope: Envelope
-    workspace: tuple[TreeItem, ...]
-    fixture_root: str
-    properties: tuple[PropertyRun, ...]
-    runs: int = 2
 
 
 @dataclass(frozen=True)

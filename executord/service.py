@@ -16,7 +16,8 @@ import structlog
 
 from executord.blobstore import BlobStore, Chunk
 from executord.errors import ExecutorError
-from executord.runs import ExecuteInput, Executor, Progress, PropertyRun, TreeItem
+from executord.request import ExecuteInput, PropertyRun, TreeItem
+from executord.runs import Executor, Progress
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring
 from patchgate.server import wrap_handler

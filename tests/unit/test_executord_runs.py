@@ -12,7 +12,8 @@ import pytest
 from executord.blobstore import BlobStore, Chunk
 from executord.errors import FailedPrecondition, InvalidArgument
 from executord.fakeruntime import FakeRun, FakeRuntime, junit_xml
-from executord.runs import ExecuteInput, Executor, PropertyRun, TreeItem
+from executord.request import ExecuteInput, PropertyRun, TreeItem
+from executord.runs import Executor
 from executord.sandbox import Mount, SandboxPolicy
 from patchgate.digest import FileEntry, Manifest
 from patchgate.envelope import (

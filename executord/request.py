@@ -1,0 +1,39 @@
+"""The Execute request as the domain sees it, without grpc: shared by the checks and the runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from patchgate.envelope import Envelope
+
+__all__ = ["ExecuteInput", "PropertyRun", "TreeItem"]
+
+
+@dataclass(frozen=True)
+class TreeItem:
+    """One workspace file by content."""
+
+    path: str
+    digest: str
+    size: int
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class PropertyRun:
+    """An admitted property: its id and argv."""
+
+    id: str
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecuteInput:
+    """The Execute request, without grpc."""
+
+    request_id: str
+    envelope: Envelope
+    workspace: tuple[TreeItem, ...]
+    fixture_root: str
+    properties: tuple[PropertyRun, ...]
+    runs: int = 2
