@@ -22,28 +22,30 @@ __all__ = ["build_parser", "main"]
 
 # Module names, in the order their commands are listed in --help. Adding a command = one line here.
 _COMMANDS: tuple[str, ...] = (
-    "client.cmd_digest",
-    "client.cmd_dualpin",
-    "client.cmd_flake",
-    "client.cmd_check",
-    "client.cmd_verify",
-    "client.cmd_demo",
-    "client.cmd_lanes",
+    "client.commands.digest",
+    "client.commands.dualpin",
+    "client.commands.flake",
+    "client.commands.check",
+    "client.commands.verify",
+    "client.commands.demo",
+    "client.commands.up",
 )
 # Command name -> its module, so that running one command imports only its module (``digest``
 # needs neither grpc nor docker). --help, or an unknown command, imports them all.
 _MODULE_OF: dict[str, str] = {
-    "digest": "client.cmd_digest",
-    "dual-pin": "client.cmd_dualpin",
-    "flake-observe": "client.cmd_flake",
-    "check": "client.cmd_check",
-    "verify-receipt": "client.cmd_verify",
-    "demo": "client.cmd_demo",
-    "up": "client.cmd_lanes",
-    "down": "client.cmd_lanes",
+    "digest": "client.commands.digest",
+    "dual-pin": "client.commands.dualpin",
+    "flake-observe": "client.commands.flake",
+    "check": "client.commands.check",
+    "verify-receipt": "client.commands.verify",
+    "demo": "client.commands.demo",
+    "up": "client.commands.up",
+    "down": "client.commands.up",
 }
 # Commands that log nothing: they skip structlog's import and set-up (start-up time of ``digest``).
-_NO_LOGGING = frozenset({"client.cmd_digest", "client.cmd_dualpin", "client.cmd_flake"})
+_NO_LOGGING = frozenset(
+    {"client.commands.digest", "client.commands.dualpin", "client.commands.flake"}
+)
 
 _DESCRIPTION = """\
 patchgate decides whether an agent-written patch may be scored and merged. It keeps three signals

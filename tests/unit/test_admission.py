@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client.admission import covers_symbol, decide
+from client.verdict.admission import covers_symbol, decide
 from tests.unit._gate_helpers import prop
 
 PRORATE = prop("p.prorate", ("billing.prorate",))

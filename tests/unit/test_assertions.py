@@ -1,4 +1,4 @@
-"""client.assertions: assertion classes of test functions, judged with ast only."""
+"""client.analysis.assertions: assertion classes of test functions, judged with ast only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from textwrap import dedent
 
 import pytest
 
-from client.assertions import ASSERTION_CLASSES, classify_property, classify_source, node_id_of
+from client.analysis.assertions import (
+    ASSERTION_CLASSES,
+    classify_property,
+    classify_source,
+    node_id_of,
+)
 
 BILLING = Path(__file__).resolve().parents[2] / "examples" / "billing"
 PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]

@@ -1,4 +1,4 @@
-"""client.cmd_check: settings from flags > ./patchgate.toml [check] > defaults."""
+"""client.commands.check: settings from flags > ./patchgate.toml [check] > defaults."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from client.cli import build_parser
-from client.cmd_check import load_defaults, settings_from_args
+from client.commands.check import load_defaults, settings_from_args
 from patchgate.errors import UsageError
 
 

@@ -1,4 +1,4 @@
-"""client.cmd_check: the remote-only and executor-concurrency settings (docs/lanes.md)."""
+"""client.commands.check: the remote-only and executor-concurrency settings (docs/lanes.md)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from client.cmd_check import settings_from_args
-from client.gate import CheckSettings
+from client.commands.check import settings_from_args
+from client.gate.settings import CheckSettings
 from patchgate.errors import UsageError
 from tests.unit.test_cmd_check import _args
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from client.credit import check_freezes, observe_flakes, rejection_codes, score
-from client.stability import assess
+from client.verdict.credit import check_freezes, observe_flakes, rejection_codes, score
+from client.verdict.stability import assess
 from patchgate.pins import Flake
 from tests.unit._gate_helpers import prop, run
 

@@ -1,10 +1,10 @@
-"""client.diffparse: git-style and plain unified diffs, and refusals of malformed ones."""
+"""client.analysis.diffparse: git-style and plain unified diffs, and refusals of malformed ones."""
 
 from __future__ import annotations
 
 import pytest
 
-from client.diffparse import FilePatch, PatchParseError, parse_unified_diff, touched_paths
+from client.analysis.diffparse import FilePatch, PatchParseError, parse_unified_diff, touched_paths
 from patchgate.errors import PatchgateError
 
 GIT_DIFF = b"""\

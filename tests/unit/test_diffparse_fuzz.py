@@ -1,11 +1,11 @@
-"""client.diffparse fed junk: every failure is a PatchParseError, never a bare exception."""
+"""client.analysis.diffparse fed junk: every failure is a PatchParseError, never a bare error."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.diffparse import PatchParseError, parse_unified_diff, touched_paths
+from client.analysis.diffparse import PatchParseError, parse_unified_diff, touched_paths
 from patchgate.digest import validate_path
 
 _LINES = st.sampled_from(

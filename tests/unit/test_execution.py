@@ -1,4 +1,4 @@
-"""client.execution with fake executor clients: spread, concurrency, one re-run on transport."""
+"""client.gate.execution with fake executor clients: spread, concurrency, re-run on transport."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from client.execution import LaneClient, LaneResult, default_concurrency, run_lane
+from client.gate.execution import LaneClient, LaneResult, default_concurrency, run_lane
 from patchgate.envelope import Envelope
 from patchgate.errors import RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult

@@ -1,10 +1,10 @@
-"""The merge table (client.posture): one test per row, plus the order between neighbouring rows."""
+"""The merge table (client.verdict.posture): one test per row, and the order between neighbours."""
 
 from __future__ import annotations
 
 import pytest
 
-from client.posture import Facts, merge
+from client.verdict.posture import Facts, merge
 
 OK = {"decision": "admit", "coverage": 1.0, "changed_symbols": 2, "suite_passed": True}
 

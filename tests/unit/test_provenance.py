@@ -1,4 +1,4 @@
-"""client.provenance: the provenance record and every refusal (reject_provenance)."""
+"""client.gate.provenance: the provenance record and every refusal (reject_provenance)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from client.provenance import Provenance, ProvenanceError, build_provenance
+from client.gate.provenance import Provenance, ProvenanceError, build_provenance
 from patchgate.errors import PatchgateError
 
 PATCH = b"--- a/billing/__init__.py\n+++ b/billing/__init__.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"

@@ -1,9 +1,9 @@
-"""client.receipt: the receipt of DESIGN §7 and the human summary table."""
+"""client.verdict.receipt: the receipt of DESIGN §7 and the human summary table."""
 
 from __future__ import annotations
 
-from client.credit import CreditRow
-from client.receipt import build_receipt, render_summary
+from client.verdict.credit import CreditRow
+from client.verdict.receipt import build_receipt, render_summary
 from patchgate.ledgers import Receipt
 
 

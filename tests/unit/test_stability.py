@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client.stability import assess, freeze_proposal
+from client.verdict.stability import assess, freeze_proposal
 from tests.unit._gate_helpers import prop, run
 
 P = prop("p.a", ("m.f",))

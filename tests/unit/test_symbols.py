@@ -1,4 +1,4 @@
-"""client.symbols: changed symbols from base and patched ASTs on tricky diffs."""
+"""client.analysis.symbols: changed symbols from base and patched ASTs on tricky diffs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from textwrap import dedent
 
 import pytest
 
-from client.diffparse import FilePatch, parse_unified_diff
-from client.symbols import ChangedSymbols, changed_symbols, is_excluded, module_name
+from client.analysis.diffparse import FilePatch, parse_unified_diff
+from client.analysis.symbols import ChangedSymbols, changed_symbols, is_excluded, module_name
 
 ORACLE = ("tests/", "properties/", "pins/")
 

@@ -1,4 +1,4 @@
-"""client.workspace: base and patched trees from git, never touching the user's checkout."""
+"""client.gate.workspace: base and patched trees from git, never touching the user's checkout."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from client.workspace import PatchApplyError, materialize, resolve_rev
+from client.gate.workspace import PatchApplyError, materialize, resolve_rev
 from patchgate.errors import UsageError
 
 PATCH = b"""\

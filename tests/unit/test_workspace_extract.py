@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from client.workspace import _extract
+from client.gate.workspace import _extract
 from patchgate.errors import PatchgateError
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from client.credit import CreditRow
+from client.verdict.credit import CreditRow
 from patchgate.ledgers import Receipt
 
 __all__ = ["build_receipt", "render_summary"]

@@ -19,8 +19,8 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from client.admission import covering
-from client.stability import Stability
+from client.verdict.admission import covering
+from client.verdict.stability import Stability
 from patchgate.ledgers import REJECTION_CODES
 from patchgate.pins import Flake, PropertyPin
 from patchgate.results import normalize_failure

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from client.lanes import LaneSettings, config_snippet, lane_down, lane_up
+from client.lanes.local import LaneSettings, config_snippet, lane_down, lane_up
 
 __all__ = ["register", "run", "run_down", "run_up"]
 

@@ -9,15 +9,16 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from client.assertions import AssertionReport, classify_property
-from client.credit import FlakeObservation, check_freezes
-from client.diffparse import parse_unified_diff
-from client.execution import LaneResult, run_lane
-from client.stability import Stability, freeze_proposal
-from client.symbols import ChangedSymbols, changed_symbols
-from client.workspace import Workspace
+from client.analysis.assertions import AssertionReport, classify_property
+from client.analysis.diffparse import parse_unified_diff
+from client.analysis.symbols import ChangedSymbols, changed_symbols
+from client.gate.execution import LaneResult, run_lane
+from client.gate.settings import CheckSettings
+from client.gate.workspace import Workspace
+from client.verdict.credit import FlakeObservation, check_freezes
+from client.verdict.stability import Stability, freeze_proposal
 from patchgate.atomicfile import atomic_write_json
 from patchgate.digest import Manifest, hash_files, scan_fixture_tree
 from patchgate.envelope import Envelope
@@ -38,9 +39,6 @@ from patchgate.ledgers import (
 )
 from patchgate.pins import PinSet, ProjectConfig, PropertyPin
 from patchgate.signer_client import SignerClient
-
-if TYPE_CHECKING:
-    from client.gate import CheckSettings
 
 __all__ = [
     "FixtureResult",
@@ -254,7 +252,7 @@ def execute(
     executor_keyring: Keyring | None,
     say: Say,
 ) -> LaneResult:
-    """Run the suite on one lane (see client.execution)."""
+    """Run the suite on one lane (see client.gate.execution)."""
     tls = s.remote_tls if lane == "remote" else s.executor_tls
     say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
     return run_lane(

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.daemons import DaemonProc, LaneState, console_script, start_daemon, stop_pid
+from client.lanes.daemons import DaemonProc, LaneState, console_script, start_daemon, stop_pid
 from patchgate.errors import PatchgateError
 
 __all__ = ["LaneSettings", "config_snippet", "lane_down", "lane_up"]

@@ -3,7 +3,7 @@
 
 Each step writes its own file only when it completed; a refused step writes no file. A later step
 never heals an earlier failure: the verdict is the first failing row of the merge table
-(:mod:`client.posture`). ``receipt.json`` is written for every verdict, refusals included.
+(:mod:`client.verdict.posture`). ``receipt.json`` is written for every verdict, refusals included.
 All configuration arrives in one frozen :class:`CheckSettings` built by the command.
 """
 
@@ -14,50 +14,25 @@ import hashlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from client import steps
-from client.admission import decide
-from client.credit import CreditRow, observe_flakes, rejection_codes, score
-from client.execution import LaneResult
-from client.posture import Facts, Verdict, merge
-from client.provenance import ProvenanceError, build_provenance, format_clock
-from client.receipt import build_receipt
-from client.secondpin import second_pin_step
-from client.stability import Stability, assess_all
-from client.workspace import PatchApplyError, Workspace, base_pins, materialize
+from client.gate import steps
+from client.gate.execution import LaneResult
+from client.gate.provenance import ProvenanceError, build_provenance, format_clock
+from client.gate.secondpin import second_pin_step
+from client.gate.settings import CheckSettings
+from client.gate.workspace import PatchApplyError, Workspace, base_pins, materialize
+from client.verdict.admission import decide
+from client.verdict.credit import CreditRow, observe_flakes, rejection_codes, score
+from client.verdict.posture import Facts, Verdict, merge
+from client.verdict.receipt import build_receipt
+from client.verdict.stability import Stability, assess_all
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring
 from patchgate.ledgers import FILE_NAMES, Receipt
 from patchgate.pins import PinSet, PropertyPin
-from patchgate.tls import ClientTLS
 
-__all__ = ["CheckResult", "CheckSettings", "run_check"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class CheckSettings:
-    """Everything one check needs, fixed at the entry point (flags > patchgate.toml > defaults)."""
-
-    repo: Path
-    base: str
-    patch: Path
-    draft_id: str | None
-    drafter: str | None
-    signer: str
-    executors: tuple[str, ...]
-    remote_executor: str | None = None
-    second_pin: Path | None = None
-    clock: dt.datetime | None = None
-    out: Path = Path("ledgers")
-    signer_tls: ClientTLS | None = None
-    executor_tls: ClientTLS | None = None
-    remote_tls: ClientTLS | None = None
-    operator_keyring: Path | None = None
-    executor_keyring: Path | None = None
-    runs: int = 2
-    executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1
+__all__ = ["CheckResult", "run_check"]
 
 
 @dataclass(kw_only=True)

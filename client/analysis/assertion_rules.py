@@ -1,8 +1,9 @@
-"""Single-assertion rules of :mod:`client.assertions`: tautology, fixture equality, real check.
+"""Single-assertion rules of :mod:`client.analysis.assertions`: tautology, fixture equality,
+real check.
 
 Each visible assertion of a test function gets one verdict (``property``, ``fixture_eq``,
-``tautology``); :mod:`client.assertions` turns them into the function's class. Everything is read
-from the AST: names, calls and constants, never the source text.
+``tautology``); :mod:`client.analysis.assertions` turns them into the function's class.
+Everything is read from the AST: names, calls and constants, never the source text.
 """
 
 from __future__ import annotations

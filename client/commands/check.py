@@ -13,9 +13,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from client.cmdutil import parse_clock, print_json
-from client.gate import CheckSettings, run_check
-from client.receipt import render_summary
+from client.commands._util import parse_clock, print_json
+from client.gate.pipeline import run_check
+from client.gate.settings import CheckSettings
+from client.verdict.receipt import render_summary
 from patchgate.errors import UsageError
 from patchgate.pins import GitSource, load_config
 from patchgate.tls import ClientTLS

@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from client.assertions import classify_property
-from client.cmd_check import load_defaults
-from client.steps import measure
-from client.workspace import base_pins, tree_at
+from client.analysis.assertions import classify_property
+from client.commands.check import load_defaults
+from client.gate.steps import measure
+from client.gate.workspace import base_pins, tree_at
 from patchgate.envelope import Envelope, verify_fixture_envelope
 from patchgate.errors import EnvelopeError, FixtureScanError, PatchgateError
 from patchgate.keys import Keyring

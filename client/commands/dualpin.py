@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from client.cmdutil import print_json, resolve_out
+from client.commands._util import print_json, resolve_out
 from client.errors import EXIT_DRIFT
 from patchgate.ledgers import FILE_NAMES, DriftRecord, PropertyLedger, read_record
 

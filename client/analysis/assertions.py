@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.assertion_rules import assertion_verdicts, dotted, walk
+from client.analysis.assertion_rules import assertion_verdicts, dotted, walk
 from patchgate.digest import validate_path
 from patchgate.errors import UnsafePathError
 

@@ -12,17 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from client.stability import Stability, assess_all
-from client.steps import Say, execute, measure, signature_step
-from client.workspace import Workspace
+from client.gate.settings import CheckSettings
+from client.gate.steps import Say, execute, measure, signature_step
+from client.gate.workspace import Workspace
+from client.verdict.stability import Stability, assess_all
 from patchgate.errors import FixtureScanError, UsageError
 from patchgate.ledgers import FILE_NAMES, DriftRecord
 from patchgate.pins import PinSet, PropertyPin, parse_fixture_pin
-
-if TYPE_CHECKING:
-    from client.gate import CheckSettings
 
 __all__ = ["SecondPin", "second_pin_step"]
 

@@ -12,7 +12,7 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass
 
-from client.diffparse import PatchParseError, parse_unified_diff
+from client.analysis.diffparse import PatchParseError, parse_unified_diff
 from patchgate.errors import PatchgateError
 
 __all__ = ["DRAFTERS", "Provenance", "ProvenanceError", "build_provenance", "format_clock"]

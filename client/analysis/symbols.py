@@ -22,7 +22,7 @@ import fnmatch
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from client.diffparse import FilePatch
+from client.analysis.diffparse import FilePatch
 
 __all__ = ["ChangedSymbols", "changed_symbols", "is_excluded", "module_name", "symbol_table"]
 

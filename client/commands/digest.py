@@ -11,7 +11,7 @@ import argparse
 import os
 from pathlib import Path
 
-from client.cmdutil import print_json, resolve_out
+from client.commands._util import print_json, resolve_out
 from patchgate.digest import hash_files, scan_fixture_tree, validate_path
 from patchgate.errors import FixtureScanError, PinError, UnsafePathError, UsageError
 from patchgate.ledgers import FILE_NAMES, FixtureLedger

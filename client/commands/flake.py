@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from client.cmdutil import parse_clock, print_json, resolve_out
+from client.commands._util import parse_clock, print_json, resolve_out
 from client.errors import CommandRefused
 from patchgate.errors import LedgerError, PinError
 from patchgate.ledgers import FILE_NAMES, FixtureLedger, FlakeLedger, PropertyLedger, read_record

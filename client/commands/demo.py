@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.daemons import console_script
-from client.dockerctl import ensure_engine, repo_root
-from client.lanes import LaneSettings, lane_down, lane_up
+from client.lanes.daemons import console_script
+from client.lanes.engine import ensure_engine, repo_root
+from client.lanes.local import LaneSettings, lane_down, lane_up
 from patchgate.errors import PatchgateError
 
 __all__ = ["Expectation", "register", "run"]

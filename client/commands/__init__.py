@@ -1,0 +1,9 @@
+"""One module per ``patchgate`` command, each with ``register(subparsers)`` and ``run(args)``.
+
+A command parses its flags into a settings object, calls the room that does the work and prints
+the result; it holds no gate logic. Commands may import :mod:`client.gate`, :mod:`client.verdict`,
+:mod:`client.analysis`, :mod:`client.lanes`, :mod:`client.errors` and :mod:`patchgate`; nothing
+below imports a command. ``_util`` holds the helpers they share (clock, ``--out``, JSON output).
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,11 @@
+"""The pipeline of ``patchgate check``: provenance -> changed symbols -> oracle and pins -> fixture
+digest -> signature -> admission -> runs -> ledgers -> credit -> receipt.
+
+``pipeline`` orders the steps and keeps the state of one check; ``steps`` does each step;
+``settings`` is the frozen configuration; ``workspace`` extracts the base and applies the patch;
+``provenance`` reads who drafted what; ``execution`` spreads runs over executors; ``secondpin``
+runs the suite on a second pin. The gate may import :mod:`client.verdict`, :mod:`client.analysis`
+and :mod:`patchgate`, never a command or a lane.
+"""
+
+__all__: list[str] = []

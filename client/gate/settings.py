@@ -1,0 +1,39 @@
+"""The one frozen settings object of a check, built once by the command and passed down.
+
+It lives below every module of the pipeline that reads it (``pipeline``, ``steps``, ``secondpin``),
+so none of them imports another to learn its type.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchgate.tls import ClientTLS
+
+__all__ = ["CheckSettings"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckSettings:
+    """Everything one check needs, fixed at the entry point (flags > patchgate.toml > defaults)."""
+
+    repo: Path
+    base: str
+    patch: Path
+    draft_id: str | None
+    drafter: str | None
+    signer: str
+    executors: tuple[str, ...]
+    remote_executor: str | None = None
+    second_pin: Path | None = None
+    clock: dt.datetime | None = None
+    out: Path = Path("ledgers")
+    signer_tls: ClientTLS | None = None
+    executor_tls: ClientTLS | None = None
+    remote_tls: ClientTLS | None = None
+    operator_keyring: Path | None = None
+    executor_keyring: Path | None = None
+    runs: int = 2
+    executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1

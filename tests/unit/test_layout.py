@@ -1,0 +1,126 @@
+"""The folders are the architecture: imports run one way, no role imports another, no circles."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLES = ("patchgate", "signerd", "executord", "client")
+
+# Which packages each room of the client may import (besides itself, patchgate and the stdlib).
+CLIENT_MAY_IMPORT: dict[str, frozenset[str]] = {
+    "client.analysis": frozenset(),
+    "client.verdict": frozenset(),
+    "client.lanes": frozenset(),
+    "client.gate": frozenset({"client.verdict", "client.analysis"}),
+    "client.commands": frozenset(
+        {"client.gate", "client.verdict", "client.analysis", "client.lanes", "client.errors"}
+    ),
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every absolute module name ``path`` imports, at any depth (TYPE_CHECKING blocks included)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _sources() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for role in ROLES:
+        for path in (ROOT / role).rglob("*.py"):
+            if "/v1/" in path.as_posix() and path.name.endswith(("_pb2.py", "_pb2_grpc.py")):
+                continue
+            out[_module_name(path)] = path
+    return out
+
+
+def _project_imports() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (names resolved to a known module)."""
+    sources = _sources()
+    graph: dict[str, set[str]] = {}
+    for name, path in sources.items():
+        targets = set()
+        for imported in _imports(path):
+            while imported and imported not in sources:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "client" and len(parts) > 1 else parts[0]
+
+
+def test_no_role_package_imports_another() -> None:
+    """signerd, executord and client import patchgate, never each other."""
+    bad = [
+        f"{mod} -> {dep}"
+        for mod, deps in _project_imports().items()
+        for dep in deps
+        if dep.split(".")[0] not in {mod.split(".")[0], "patchgate"}
+    ]
+    assert bad == []
+
+
+@pytest.mark.parametrize("room", sorted(CLIENT_MAY_IMPORT))
+def test_client_rooms_import_one_way(room: str) -> None:
+    """commands -> gate -> verdict, analysis; lanes stand apart; nothing imports a command."""
+    allowed = CLIENT_MAY_IMPORT[room] | {room}
+    bad = sorted(
+        f"{mod} -> {dep}"
+        for mod, deps in _project_imports().items()
+        if _room(mod) == room
+        for dep in deps
+        if dep.startswith("client") and _room(dep) not in allowed
+    )
+    assert bad == []
+
+
+def test_no_import_circle_anywhere() -> None:
+    """No two project modules import each other, directly or around a loop."""
+    graph = _project_imports()
+    state: dict[str, int] = {}
+    circles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                circles.append([*stack[stack.index(dep) :], dep])
+            elif dep not in state:
+                visit(dep, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    assert circles == []
+
+
+def test_the_checker_sees_a_circle() -> None:
+    """The circle check is not vacuous: the modules it reads do import each other."""
+    graph = _project_imports()
+    assert "client.gate.settings" in graph["client.gate.steps"]
+    assert "patchgate.digest" in graph["patchgate.pins"]
