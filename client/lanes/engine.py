@@ -21,7 +21,7 @@ __all__ = ["EngineHandle", "engine_answers", "ensure_engine", "repo_root"]
 
 def repo_root() -> Path:
     """The patchgate checkout this package runs from (editable install from a clone)."""
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]  # client/lanes/engine.py -> the checkout
 
 
 def engine_answers() -> bool:

@@ -58,10 +58,11 @@ def _project_imports() -> dict[str, set[str]]:
     for name, path in sources.items():
         targets = set()
         for imported in _imports(path):
-            while imported and imported not in sources:
-                imported = imported.rpartition(".")[0]
-            if imported and imported != name:
-                targets.add(imported)
+            known = imported
+            while known and known not in sources:
+                known = known.rpartition(".")[0]
+            if known and known != name:
+                targets.add(known)
         graph[name] = targets
     return graph
 
@@ -124,3 +125,11 @@ def test_the_checker_sees_a_circle() -> None:
     graph = _project_imports()
     assert "client.gate.settings" in graph["client.gate.steps"]
     assert "patchgate.digest" in graph["patchgate.pins"]
+
+
+def test_repo_root_is_the_checkout_after_the_move() -> None:
+    """``demo`` finds examples/billing from the lanes package, however deep it sits."""
+    from client.lanes.engine import repo_root  # noqa: PLC0415 - imports docker
+
+    assert repo_root() == ROOT
+    assert (repo_root() / "examples" / "billing" / "pins").is_dir()
