@@ -20,6 +20,7 @@ from executord.runs import Executor
 from executord.sandbox import DockerRuntime, SandboxPolicy, sweep
 from executord.service import ErrorInterceptor, ExecutorService
 from executord.settings import ExecutorSettings, default_state_dir, parse_bytes
+from patchgate.addr import parse_address, plaintext_listen_allowed
 from patchgate.errors import PatchgateError, UsageError
 from patchgate.keys import Keyring, Signer, load_signer
 from patchgate.logs import configure_logging
@@ -121,6 +122,13 @@ def _credentials(settings: ExecutorSettings) -> grpc.ServerCredentials | None:
 def _serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     credentials = _credentials(settings)
+    if credentials is None and not plaintext_listen_allowed(
+        parse_address(settings.listen), loopback_tcp=True
+    ):
+        raise UsageError(
+            f"{settings.listen}: refusing a TCP listener without mTLS off loopback; give "
+            "--tls-cert, --tls-key and --client-ca, or listen on a unix socket or 127.0.0.1"
+        )
     configure_logging(args.log_level)
     keyring = Keyring.load(settings.operator_keyring)
     if not keyring.with_role("operator"):

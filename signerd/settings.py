@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchgate.addr import parse_address
+from patchgate.addr import parse_address, plaintext_listen_allowed
 from patchgate.errors import UsageError
 from patchgate.tls import ServerTLS
 from signerd.errors import ConfigError
@@ -44,7 +44,7 @@ class SignerSettings:
         if not self.keys:
             raise UsageError("serve: --key is required (or PATCHGATE_SIGNER_KEY)")
         address = parse_address(self.listen)
-        if self.tls is None and not address.is_unix:
+        if self.tls is None and not plaintext_listen_allowed(address, loopback_tcp=False):
             raise ConfigError(
                 f"{self.listen}: refusing TCP without TLS; give --tls-cert, --tls-key and "
                 "--client-ca, or listen on a unix socket"
