@@ -47,6 +47,7 @@ TRANSPORT_KINDS = (
     "image_missing",
     "resource_exhausted",
     "internal",
+    "killed_externally",
 )
 
 

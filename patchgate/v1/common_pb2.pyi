@@ -33,6 +33,7 @@ class TransportKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TRANSPORT_KIND_IMAGE_MISSING: _ClassVar[TransportKind]
     TRANSPORT_KIND_RESOURCE_EXHAUSTED: _ClassVar[TransportKind]
     TRANSPORT_KIND_INTERNAL: _ClassVar[TransportKind]
+    TRANSPORT_KIND_KILLED_EXTERNALLY: _ClassVar[TransportKind]
 PROPERTY_CLASS_UNSPECIFIED: PropertyClass
 PROPERTY_CLASS_PURE_FN: PropertyClass
 PROPERTY_CLASS_IDEMPOTENT_IO: PropertyClass
@@ -51,6 +52,7 @@ TRANSPORT_KIND_SANDBOX_START_FAILED: TransportKind
 TRANSPORT_KIND_IMAGE_MISSING: TransportKind
 TRANSPORT_KIND_RESOURCE_EXHAUSTED: TransportKind
 TRANSPORT_KIND_INTERNAL: TransportKind
+TRANSPORT_KIND_KILLED_EXTERNALLY: TransportKind
 
 class FixtureEntry(_message.Message):
     __slots__ = ("path", "sha256", "size")

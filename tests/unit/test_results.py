@@ -54,6 +54,14 @@ def test_transport_proto_round_trip(kind: str, detail: str) -> None:
     assert TransportRecord.from_proto(t.to_proto()) == t
 
 
+def test_transport_kinds_match_the_wire_enum() -> None:
+    """Each kind goes on the wire as the enum value of its own name (killed_externally too)."""
+    for kind in TRANSPORT_KINDS:
+        wire = TransportRecord(kind=kind, detail="").to_proto().kind
+        assert common_pb2.TransportKind.Name(wire) == f"TRANSPORT_KIND_{kind.upper()}"
+    assert "killed_externally" in TRANSPORT_KINDS
+
+
 def test_outcomes_and_transport_kinds_are_disjoint() -> None:
     """No transport kind can be read as an outcome, or the reverse."""
     assert not set(OUTCOMES) & set(TRANSPORT_KINDS)
