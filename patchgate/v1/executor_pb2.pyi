@@ -53,20 +53,34 @@ class TreeEntry(_message.Message):
     def __init__(self, path: _Optional[str] = ..., digest: _Optional[str] = ..., size: _Optional[int] = ..., executable: _Optional[bool] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "fixture_envelope", "workspace", "fixture_root", "properties", "runs")
+    __slots__ = ("request_id", "fixture_envelope", "workspace", "fixture_root", "properties", "runs", "targets")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     FIXTURE_ENVELOPE_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     FIXTURE_ROOT_FIELD_NUMBER: _ClassVar[int]
     PROPERTIES_FIELD_NUMBER: _ClassVar[int]
     RUNS_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     fixture_envelope: _common_pb2.Envelope
     workspace: _containers.RepeatedCompositeFieldContainer[TreeEntry]
     fixture_root: str
     properties: _containers.RepeatedCompositeFieldContainer[_common_pb2.PropertySpec]
     runs: int
-    def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ...) -> None: ...
+    targets: _containers.RepeatedCompositeFieldContainer[CodeTarget]
+    def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[CodeTarget, _Mapping]]] = ...) -> None: ...
+
+class CodeTarget(_message.Message):
+    __slots__ = ("path", "first_line", "last_line", "name")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_LINE_FIELD_NUMBER: _ClassVar[int]
+    LAST_LINE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    first_line: int
+    last_line: int
+    name: str
+    def __init__(self, path: _Optional[str] = ..., first_line: _Optional[int] = ..., last_line: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("property_id", "run_index", "phase", "message")
@@ -125,7 +139,7 @@ class SandboxSettings(_message.Message):
     def __init__(self, image: _Optional[str] = ..., runtime: _Optional[str] = ..., network_mode: _Optional[str] = ..., read_only_rootfs: _Optional[bool] = ..., user: _Optional[str] = ..., cap_drop: _Optional[_Iterable[str]] = ..., security_opt: _Optional[_Iterable[str]] = ..., pids_limit: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., memswap_bytes: _Optional[int] = ..., nano_cpus: _Optional[int] = ..., tmpfs_tmp: _Optional[str] = ..., clock_bound_ms: _Optional[int] = ...) -> None: ...
 
 class ExecutionReport(_message.Message):
-    __slots__ = ("request_id", "executor_keyid", "observed_fixture_digest", "pin_id", "outcomes", "transport", "timings", "sandbox", "started_at", "finished_at")
+    __slots__ = ("request_id", "executor_keyid", "observed_fixture_digest", "pin_id", "outcomes", "transport", "timings", "sandbox", "started_at", "finished_at", "logs")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_KEYID_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_FIXTURE_DIGEST_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +150,7 @@ class ExecutionReport(_message.Message):
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    LOGS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     executor_keyid: str
     observed_fixture_digest: str
@@ -146,7 +161,24 @@ class ExecutionReport(_message.Message):
     sandbox: SandboxSettings
     started_at: str
     finished_at: str
-    def __init__(self, request_id: _Optional[str] = ..., executor_keyid: _Optional[str] = ..., observed_fixture_digest: _Optional[str] = ..., pin_id: _Optional[str] = ..., outcomes: _Optional[_Iterable[_Union[_common_pb2.RunOutcome, _Mapping]]] = ..., transport: _Optional[_Iterable[_Union[_common_pb2.TransportRecord, _Mapping]]] = ..., timings: _Optional[_Union[PhaseTimings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ...) -> None: ...
+    logs: _containers.RepeatedCompositeFieldContainer[RunLog]
+    def __init__(self, request_id: _Optional[str] = ..., executor_keyid: _Optional[str] = ..., observed_fixture_digest: _Optional[str] = ..., pin_id: _Optional[str] = ..., outcomes: _Optional[_Iterable[_Union[_common_pb2.RunOutcome, _Mapping]]] = ..., transport: _Optional[_Iterable[_Union[_common_pb2.TransportRecord, _Mapping]]] = ..., timings: _Optional[_Union[PhaseTimings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ..., logs: _Optional[_Iterable[_Union[RunLog, _Mapping]]] = ...) -> None: ...
+
+class RunLog(_message.Message):
+    __slots__ = ("property_id", "run_index", "stdout_tail", "stderr_tail", "stdout_bytes", "stderr_bytes")
+    PROPERTY_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_INDEX_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_TAIL_FIELD_NUMBER: _ClassVar[int]
+    STDERR_TAIL_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STDERR_BYTES_FIELD_NUMBER: _ClassVar[int]
+    property_id: str
+    run_index: int
+    stdout_tail: str
+    stderr_tail: str
+    stdout_bytes: int
+    stderr_bytes: int
+    def __init__(self, property_id: _Optional[str] = ..., run_index: _Optional[int] = ..., stdout_tail: _Optional[str] = ..., stderr_tail: _Optional[str] = ..., stdout_bytes: _Optional[int] = ..., stderr_bytes: _Optional[int] = ...) -> None: ...
 
 class ExecuteResult(_message.Message):
     __slots__ = ("report", "result_envelope")
