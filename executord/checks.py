@@ -14,9 +14,12 @@ from patchgate.digest import Manifest, validate_path
 from patchgate.errors import UnsafePathError
 from patchgate.pins import command_allowed
 
-__all__ = ["MAX_RUNS", "check_request"]
+__all__ = ["MAX_RUNS", "MAX_TARGETS", "check_request"]
 
 MAX_RUNS = 5
+MAX_TARGETS = 256
+MAX_TARGET_NAME = 512
+MAX_TARGET_LINE = 10_000_000
 
 
 def check_request(inp: ExecuteInput, manifest: Manifest) -> None:
@@ -45,6 +48,7 @@ def check_request(inp: ExecuteInput, manifest: Manifest) -> None:
                 f"property {prop.id}: command {list(prop.command)!r} "
                 "is not allowed by the signed allowed_commands"
             )
+    _check_targets(inp)
     seen: set[str] = set()
     for item in inp.workspace:
         try:
@@ -56,3 +60,18 @@ def check_request(inp: ExecuteInput, manifest: Manifest) -> None:
         if item.path in seen or not is_digest(item.digest):
             raise InvalidArgument(f"workspace entry {item.path!r}: repeated path or bad digest")
         seen.add(item.path)
+
+
+def _check_targets(inp: ExecuteInput) -> None:
+    """Target code ranges: few, safe paths, sane lines, short names (INVALID_ARGUMENT)."""
+    if len(inp.targets) > MAX_TARGETS:
+        raise InvalidArgument(f"more than {MAX_TARGETS} targets")
+    for t in inp.targets:
+        try:
+            validate_path(t.path)
+        except UnsafePathError as exc:
+            raise InvalidArgument(f"target: {exc}") from exc
+        if not 1 <= t.first_line <= t.last_line <= MAX_TARGET_LINE:
+            raise InvalidArgument(f"target {t.path}: lines must satisfy 1 <= first <= last")
+        if not t.name or len(t.name) > MAX_TARGET_NAME:
+            raise InvalidArgument(f"target {t.path}: name empty or over {MAX_TARGET_NAME} chars")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from patchgate.envelope import Envelope
 
-__all__ = ["ExecuteInput", "PropertyRun", "TreeItem"]
+__all__ = ["CodeTarget", "ExecuteInput", "PropertyRun", "TreeItem"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,16 @@ class PropertyRun:
     command: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class CodeTarget:
+    """A code range of the workspace whose execution the reporter notes (e.g. a changed symbol)."""
+
+    path: str
+    first_line: int
+    last_line: int
+    name: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExecuteInput:
     """The Execute request, without grpc."""
@@ -37,3 +47,4 @@ class ExecuteInput:
     fixture_root: str
     properties: tuple[PropertyRun, ...]
     runs: int = 2
+    targets: tuple[CodeTarget, ...] = ()

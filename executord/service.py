@@ -16,7 +16,7 @@ import structlog
 
 from executord.blobstore import BlobStore, Chunk
 from executord.errors import ExecutorError
-from executord.request import ExecuteInput, PropertyRun, TreeItem
+from executord.request import CodeTarget, ExecuteInput, PropertyRun, TreeItem
 from executord.runs import Executor, Progress
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring
@@ -210,4 +210,8 @@ def _to_input(request: executor_pb2.ExecuteRequest) -> ExecuteInput:
             PropertyRun(id=p.id, command=tuple(p.command)) for p in request.properties
         ),
         runs=request.runs or 2,
+        targets=tuple(
+            CodeTarget(path=t.path, first_line=t.first_line, last_line=t.last_line, name=t.name)
+            for t in request.targets
+        ),
     )

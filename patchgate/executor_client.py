@@ -206,8 +206,13 @@ class ExecutorClient:
         runs: int = 2,
         on_progress: Callable[[str], None] | None = None,
         request_id: str | None = None,
+        targets: Sequence[tuple[str, int, int, str]] = (),
     ) -> ExecutionResult:
-        """Upload what is missing, run the suite, verify the signed result."""
+        """Upload what is missing, run the suite, verify the signed result.
+
+        ``targets`` are code ranges (workspace path, first line, last line, qualified name) whose
+        execution each run reports back in ``RunOutcome.executed``.
+        """
         request_id = request_id or uuid.uuid4().hex
         pairs = [(p.id, r) for p in properties for r in range(1, runs + 1)]
         try:
@@ -229,6 +234,10 @@ class ExecutorClient:
                 for p in properties
             ],
             runs=runs,
+            targets=[
+                executor_pb2.CodeTarget(path=p, first_line=f, last_line=la, name=n)
+                for p, f, la, n in targets
+            ],
         )
         t0 = time.monotonic()
         uploaded = 0

@@ -69,14 +69,21 @@ class RunOutcome:
     outcome_hash: str
     failure_signature: str = ""
     duration_ms: int = 0
+    executed: tuple[str, ...] = ()  # target code the property's tests called (the reporter's view)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {self.outcome!r}")
 
     @classmethod
-    def make(
-        cls, property_id: str, run_index: int, outcome: str, failure: str = "", duration_ms: int = 0
+    def make(  # noqa: PLR0917 - positional order predates ``executed``
+        cls,
+        property_id: str,
+        run_index: int,
+        outcome: str,
+        failure: str = "",
+        duration_ms: int = 0,
+        executed: tuple[str, ...] = (),
     ) -> RunOutcome:
         """Build with the normalized signature and its outcome hash."""
         sig = normalize_failure(failure) if outcome != "pass" else ""
@@ -87,6 +94,7 @@ class RunOutcome:
             outcome_hash=outcome_hash(outcome, sig),
             failure_signature=sig,
             duration_ms=duration_ms,
+            executed=tuple(executed),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -102,6 +110,7 @@ class RunOutcome:
             outcome_hash=self.outcome_hash,
             failure_signature=self.failure_signature,
             duration_ms=self.duration_ms,
+            executed=list(self.executed),
         )
 
     @classmethod
@@ -116,6 +125,7 @@ class RunOutcome:
             outcome_hash=msg.outcome_hash,
             failure_signature=msg.failure_signature,
             duration_ms=msg.duration_ms,
+            executed=tuple(msg.executed),
         )
 
 

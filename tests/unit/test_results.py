@@ -47,6 +47,15 @@ def test_run_outcome_proto_round_trip(outcome: str, failure: str, run: int, ms: 
         assert o.failure_signature == ""
 
 
+def test_executed_targets_survive_the_wire_and_default_to_none() -> None:
+    """The reporter's executed targets round-trip through the proto; without them it is empty."""
+    o = RunOutcome.make("p", 1, "pass", executed=("billing.prorate", "billing.total"))
+    back = RunOutcome.from_proto(o.to_proto())
+    assert back.executed == ("billing.prorate", "billing.total")
+    assert RunOutcome.make("p", 1, "pass").executed == ()
+    assert RunOutcome.from_proto(RunOutcome.make("p", 1, "fail", "x").to_proto()).executed == ()
+
+
 @given(st.sampled_from(TRANSPORT_KINDS), st.text(max_size=40))
 def test_transport_proto_round_trip(kind: str, detail: str) -> None:
     """TransportRecord -> proto -> TransportRecord keeps the kind and detail."""
