@@ -4,6 +4,10 @@ The request arrives as a ``RawManifest`` (lists, exactly as sent, duplicates and
 nothing is lost before it is checked; ``validate`` returns the ``patchgate.digest.Manifest`` the
 signer then digests itself. Every refusal is an ``InvalidArgument`` naming the field and why.
 No grpc here: the service converts the proto message into a ``RawManifest``.
+
+Lengths and counts come first (``check_bounds``): a 3.9 MB path is refused for its length before
+anything looks inside it. A reason shows at most 256 bytes of an offending value and its length
+(``signerd.excerpt``), so what is written about a request stays small whatever it carries.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from dataclasses import dataclass
 from patchgate.digest import SHA256_HEX, FileEntry, Manifest, command_text, validate_path
 from patchgate.errors import UnsafePathError
 from signerd.errors import InvalidArgument
+from signerd.excerpt import excerpt
 
-__all__ = ["LIMITS", "Limits", "RawFile", "RawManifest", "validate"]
+__all__ = ["LIMITS", "Limits", "RawFile", "RawManifest", "check_bounds", "validate"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -32,6 +37,8 @@ class Limits:
     max_argv: int = 256  # arguments in one command
     max_arg_bytes: int = 4_096  # UTF-8 bytes of one argument
     max_pin_id_bytes: int = 256
+    max_algorithm_bytes: int = 32
+    max_total_bytes: int = 4 << 20  # UTF-8 bytes of every string of the manifest together
     max_seed: int = (1 << 32) - 1  # the seed becomes PYTHONHASHSEED: 0..4294967295
     min_clock_bound_ms: int = 1
     max_clock_bound_ms: int = 24 * 3600 * 1000
@@ -63,9 +70,10 @@ class RawManifest:
 
 def validate(raw: RawManifest, limits: Limits = LIMITS) -> Manifest:
     """Return the canonical ``Manifest`` of ``raw`` or raise ``InvalidArgument`` with the reason."""
-    _check_pin_id(raw.pin_id, limits)
+    check_bounds(raw, limits)
+    _check_pin_id(raw.pin_id)
     if raw.algorithm != "sha256":
-        raise InvalidArgument(f"algorithm: {raw.algorithm!r} is not 'sha256'")
+        raise InvalidArgument(f"algorithm: {excerpt(raw.algorithm)} is not 'sha256'")
     files = _check_files(raw.files, limits)
     if not limits.max_seed >= raw.seed >= 0:
         raise InvalidArgument(f"seed: {raw.seed} is outside 0..{limits.max_seed}")
@@ -74,7 +82,7 @@ def validate(raw: RawManifest, limits: Limits = LIMITS) -> Manifest:
             f"clock_bound_ms: {raw.clock_bound_ms} is outside "
             f"{limits.min_clock_bound_ms}..{limits.max_clock_bound_ms}"
         )
-    commands = _check_commands(raw.allowed_commands, limits)
+    commands = _check_commands(raw.allowed_commands)
     return Manifest(
         pin_id=raw.pin_id,
         algorithm="sha256",
@@ -85,31 +93,59 @@ def validate(raw: RawManifest, limits: Limits = LIMITS) -> Manifest:
     )
 
 
-def _check_pin_id(pin_id: str, limits: Limits) -> None:
+def check_bounds(raw: RawManifest, limits: Limits = LIMITS) -> None:
+    """Every length and count limit, before any other check of the manifest (counts first)."""
+    if len(raw.files) > limits.max_files:
+        raise InvalidArgument(f"files: {len(raw.files)} entries, limit {limits.max_files}")
+    if len(raw.allowed_commands) > limits.max_commands:
+        raise InvalidArgument(
+            f"allowed_commands: {len(raw.allowed_commands)} commands, limit {limits.max_commands}"
+        )
+    total = _bounded("pin_id", raw.pin_id, limits.max_pin_id_bytes)
+    total += _bounded("algorithm", raw.algorithm, limits.max_algorithm_bytes)
+    for i, f in enumerate(raw.files):
+        total += _bounded(f"files[{i}].path", f.path, limits.max_path_bytes)
+        total += _bounded(f"files[{i}].sha256", f.sha256, 64)
+    for i, argv in enumerate(raw.allowed_commands):
+        if len(argv) > limits.max_argv:
+            raise InvalidArgument(
+                f"allowed_commands[{i}]: {len(argv)} arguments, limit {limits.max_argv}"
+            )
+        for j, arg in enumerate(argv):
+            total += _bounded(f"allowed_commands[{i}][{j}]", arg, limits.max_arg_bytes)
+    if total > limits.max_total_bytes:
+        raise InvalidArgument(f"manifest: {total} bytes of text, limit {limits.max_total_bytes}")
+
+
+def _bounded(where: str, value: str, limit: int) -> int:
+    """The UTF-8 length of ``value``; InvalidArgument when it is over ``limit``."""
+    size = len(value) if len(value) > limit else len(value.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise InvalidArgument(f"{where}: longer than {limit} bytes: {excerpt(value)}")
+    return size
+
+
+def _check_pin_id(pin_id: str) -> None:
     if not pin_id:
         raise InvalidArgument("pin_id: empty")
-    if len(pin_id.encode("utf-8")) > limits.max_pin_id_bytes:
-        raise InvalidArgument(f"pin_id: longer than {limits.max_pin_id_bytes} bytes")
     if _CONTROL.search(pin_id) or pin_id != pin_id.strip():
         raise InvalidArgument("pin_id: contains control characters or surrounding spaces")
 
 
 def _check_files(raw_files: Sequence[RawFile], limits: Limits) -> dict[str, FileEntry]:
-    if len(raw_files) > limits.max_files:
-        raise InvalidArgument(f"files: {len(raw_files)} entries, limit {limits.max_files}")
     files: dict[str, FileEntry] = {}
     for i, f in enumerate(raw_files):
         where = f"files[{i}]"
         try:
             validate_path(f.path)
         except UnsafePathError as exc:
-            raise InvalidArgument(f"{where}.path: {exc}") from None
+            raise InvalidArgument(
+                f"{where}.path: unsafe path {excerpt(f.path)}: {exc.why}"
+            ) from None
         if _CONTROL.search(f.path):
-            raise InvalidArgument(f"{where}.path: {f.path!r} contains a control character")
-        if len(f.path.encode("utf-8")) > limits.max_path_bytes:
-            raise InvalidArgument(f"{where}.path: longer than {limits.max_path_bytes} bytes")
+            raise InvalidArgument(f"{where}.path: {excerpt(f.path)} contains a control character")
         if f.path in files:
-            raise InvalidArgument(f"{where}.path: {f.path!r} is listed twice")
+            raise InvalidArgument(f"{where}.path: {excerpt(f.path)} is listed twice")
         if not SHA256_HEX.fullmatch(f.sha256):
             raise InvalidArgument(f"{where}.sha256: not 64 lowercase hex characters")
         if not limits.max_file_size >= f.size >= 0:
@@ -118,30 +154,20 @@ def _check_files(raw_files: Sequence[RawFile], limits: Limits) -> dict[str, File
     return files
 
 
-def _check_commands(
-    raw_commands: Sequence[Sequence[str]], limits: Limits
-) -> tuple[tuple[str, ...], ...]:
+def _check_commands(raw_commands: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
     if not raw_commands:
         raise InvalidArgument("allowed_commands: empty; a pin must allow at least one command")
-    if len(raw_commands) > limits.max_commands:
-        raise InvalidArgument(
-            f"allowed_commands: {len(raw_commands)} commands, limit {limits.max_commands}"
-        )
     seen: set[str] = set()
     out: list[tuple[str, ...]] = []
     for i, argv in enumerate(raw_commands):
         where = f"allowed_commands[{i}]"
         if not argv:
             raise InvalidArgument(f"{where}: empty argv")
-        if len(argv) > limits.max_argv:
-            raise InvalidArgument(f"{where}: {len(argv)} arguments, limit {limits.max_argv}")
         if not argv[0]:
             raise InvalidArgument(f"{where}[0]: empty program name")
         for j, arg in enumerate(argv):
             if "\x00" in arg:
                 raise InvalidArgument(f"{where}[{j}]: contains NUL")
-            if len(arg.encode("utf-8")) > limits.max_arg_bytes:
-                raise InvalidArgument(f"{where}[{j}]: longer than {limits.max_arg_bytes} bytes")
         text = command_text(argv)
         if text in seen:
             raise InvalidArgument(f"{where}: listed twice")

@@ -20,7 +20,6 @@ from patchgate.errors import KeyFileError, PatchgateError, UsageError
 from patchgate.keys import check_private_mode, generate_key_file
 from patchgate.logs import configure_logging
 from patchgate.server import DaemonServer, ServerSettings
-from patchgate.v1 import signer_pb2_grpc
 from signerd.audit import AuditLog, verify_chain
 from signerd.core import Caller, SignerCore
 from signerd.errors import AuditChainError, ConfigError
@@ -130,7 +129,7 @@ def _serve(args: argparse.Namespace) -> int:
             credentials=credentials,
             interceptors=(ErrorMappingInterceptor(f"/{SERVICE_NAME}/"),),
         ),
-        lambda srv: signer_pb2_grpc.add_SignerServicer_to_server(service, srv),  # type: ignore[no-untyped-call]
+        service.register,
         [SERVICE_NAME],
     )
     try:

@@ -3,6 +3,11 @@
 Deny by default: only the ``client`` role may call the Signer service; any other role (an executor
 above all) or a caller without an identity is refused. Every request, granted or denied, leaves one
 audit line that is on disk before the reply; if that write fails, nothing is returned (fail closed).
+
+An audit line is at most ``AUDIT_LINE_BYTES``: every free-text field is capped (``signerd.excerpt``)
+to a share of it, so a request carrying megabytes costs the audit log and the log a few hundred
+bytes. A request whose bytes cannot be decoded is refused here too (``refuse_undecodable``), with
+its own audit line.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import structlog
 
@@ -19,15 +24,27 @@ from signerd.canonical import LIMITS, Limits, RawManifest, validate
 from signerd.errors import (
     AuditError,
     AuditUnavailable,
+    InvalidArgument,
     PermissionDenied,
     RequestError,
     Unauthenticated,
 )
+from signerd.excerpt import cap
 from signerd.keystore import KeyStore, PublishedKey
 
-__all__ = ["ALLOWED_ROLES", "AuditSink", "Caller", "SignResult", "SignerCore"]
+__all__ = ["ALLOWED_ROLES", "AUDIT_LINE_BYTES", "AuditSink", "Caller", "SignResult", "SignerCore"]
 
 ALLOWED_ROLES = frozenset({"client"})
+
+AUDIT_LINE_BYTES = 1024
+# JSON bytes each free-text field may take in an audit line; with the fixed fields (hashes, seq,
+# time, names) the longest line, denied or granted, stays under AUDIT_LINE_BYTES (unit-tested).
+_CALLER_BYTES = 128
+_ROLE_BYTES = 32
+# A valid pin id is at most 256 UTF-8 bytes: kept whole unless over 128 of them are '"' or '\\'
+# (each costs two bytes in JSON); the signed envelope carries it whole in any case.
+_PIN_ID_GRANTED_BYTES = 384
+_PIN_ID_DENIED_BYTES = 128
 
 log = structlog.get_logger("signerd")
 
@@ -78,23 +95,39 @@ class SignerCore:
 
     def sign_fixture(self, caller: Caller, raw: RawManifest) -> SignResult:
         """Sign the fixture statement of a canonical manifest for an allowed caller."""
-        base = {"method": "SignFixtureDigest", "pin_id": raw.pin_id[:256]}
+        method = "SignFixtureDigest"
         try:
             self._authorize(caller)
             manifest = validate(raw, self._limits)
         except RequestError as exc:
-            self._record(caller, base, "denied", exc.reason, exc.grpc_code)
+            fields = {"method": method, "pin_id": cap(raw.pin_id, _PIN_ID_DENIED_BYTES)}
+            self._record(caller, fields, "denied", exc.reason, exc.grpc_code)
             raise
         digest = manifest.digest()
         envelope = self._keys.sign_fixture(manifest, self._clock(), digest)  # computed once
         self._record(
             caller,
-            {**base, "digest": digest, "keyid": self._keys.active_keyid},
+            {
+                "method": method,
+                "pin_id": cap(raw.pin_id, _PIN_ID_GRANTED_BYTES),
+                "digest": digest,
+                "keyid": self._keys.active_keyid,
+            },
             "granted",
             "",
             "OK",
         )
         return SignResult(envelope=envelope, digest=digest)
+
+    def refuse_undecodable(self, caller: Caller, method: str, size: int) -> NoReturn:
+        """Refuse (and audit) ``size`` request bytes that are not a message of ``method``:
+        INVALID_ARGUMENT for an allowed caller, the caller's own refusal for anyone else."""
+        try:
+            self._authorize(caller)
+            raise InvalidArgument(f"request: {size} bytes that cannot be decoded as {method}")
+        except RequestError as exc:
+            self._record(caller, {"method": method}, "denied", exc.reason, exc.grpc_code)
+            raise
 
     def keyring(self, caller: Caller) -> list[PublishedKey]:
         """The published public keys, for an allowed caller."""
@@ -118,17 +151,15 @@ class SignerCore:
     ) -> None:
         entry = {
             **fields,
-            "caller": caller.identity,
-            "role": caller.role or "",
+            "caller": cap(caller.identity, _CALLER_BYTES),
+            "role": cap(caller.role or "", _ROLE_BYTES),
             "decision": decision,
             "code": code,
-            "reason": reason,
+            "reason": cap(reason),
         }
         try:
             line_hash = self._audit.append(entry)
         except AuditError as exc:
             log.error("audit write failed; refusing", error=str(exc))
             raise AuditUnavailable("audit log unavailable; the signer refuses to answer") from None
-        log.info(
-            "decided", **fields, decision=decision, code=code, reason=reason, audit_hash=line_hash
-        )
+        log.info("decided", **entry, audit_hash=line_hash)

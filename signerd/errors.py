@@ -21,6 +21,7 @@ status; domain code never imports grpc.
 from __future__ import annotations
 
 from patchgate.errors import PatchgateError
+from signerd.excerpt import cap
 
 __all__ = [
     "AuditChainError",
@@ -57,11 +58,16 @@ class AuditChainError(AuditError):
 
 
 class RequestError(SignerdError):
-    """A request refused on purpose; ``grpc_code`` is the name of the gRPC status it becomes."""
+    """A request refused on purpose; ``grpc_code`` is the name of the gRPC status it becomes.
+
+    ``reason`` is capped (``signerd.excerpt.cap``): it goes into the audit line, the log and the
+    status details, so it must stay small whatever the request carried.
+    """
 
     grpc_code = "INTERNAL"
 
     def __init__(self, reason: str) -> None:
+        reason = cap(reason)
         super().__init__(reason)
         self.reason = reason
 
