@@ -4,7 +4,8 @@ Each module named in ``_COMMANDS`` has ``register(subparsers)``, which adds its 
 ``set_defaults(func=run)``, and ``run(args) -> int``, which returns the exit code. ``main`` catches
 :class:`patchgate.errors.PatchgateError` once, prints one readable line to stderr and exits with
 :func:`client.errors.exit_code_for`; ``--verbose`` (accepted before or after the command name) also
-prints the traceback. Usage errors exit 64.
+prints the traceback. Usage errors exit 64; a configuration error (the base's pins) exits 78 with
+one line per problem.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from client.errors import EXIT_USAGE, CommandRefused, exit_code_for
+from client.errors import EXIT_USAGE, CommandRefused, ConfigError, exit_code_for
 from patchgate.errors import PatchgateError
 
 __all__ = ["build_parser", "main"]
@@ -56,11 +57,13 @@ observations (never credit). Anything missing fails closed.
 _EPILOG = """\
 exit codes:
   0   success (admitted / written / pins agree)
-  1   rejected, or an error (bad pin, bad ledger, verification failure)
+  1   check: the patch was rejected; other commands: an error (bad pin, bad ledger, stale receipt)
   2   refused to score: fixture files missing, unpinned (extra), unsafe or mismatched
   3   fixture drift between two pins (dual-pin), or flake-observe refused
   4   transport or infrastructure failure; nothing was scored
-  64  usage error
+  64  usage error (an unknown --base included)
+  78  configuration error: invalid pins or [tool.patchgate] in the base revision (every
+      problem is printed, one line each)
 
 Run 'patchgate COMMAND --help' for a command's flags.
 """
@@ -103,6 +106,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _error_lines(exc: PatchgateError) -> str:
+    """One line per problem (a ConfigError has several), whatever the error's text carries."""
+    problems: tuple[str, ...] = (str(exc),)
+    label = "refused" if isinstance(exc, CommandRefused) else "error"
+    if isinstance(exc, ConfigError):
+        label, problems = "configuration error", exc.problems
+    return "".join(f"patchgate: {label}: {' '.join(p.split())}\n" for p in problems)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchgate`` console script. Returns the exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
@@ -126,9 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback  # noqa: PLC0415 - only --verbose pays for it
 
             traceback.print_exc(file=sys.stderr)
-        label = "refused" if isinstance(exc, CommandRefused) else "error"
-        message = " ".join(str(exc).split())  # one line, whatever the error carries
-        sys.stderr.write(f"patchgate: {label}: {message}\n")
+        sys.stderr.write(_error_lines(exc))
         return exit_code_for(exc)
     except KeyboardInterrupt:
         sys.stderr.write("patchgate: interrupted\n")

@@ -7,6 +7,7 @@ Hierarchy::
     ├── UnsafePathError            a path that is not a safe relative POSIX path (DESIGN §4)
     ├── FixtureScanError           missing / extra / unsafe / mismatched fixture files (exit 2)
     ├── PinError                   a pin file that is missing, malformed or inconsistent
+    │   └── PinErrors              ... several of them, every one found (``errors``)
     ├── KeyFileError               a key file that is unreadable, too open, or not Ed25519
     ├── KeyringError               a malformed keyring file
     ├── EnvelopeError              a DSSE envelope that is malformed
@@ -24,6 +25,8 @@ error into a property failure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "EnvelopeError",
     "FixtureScanError",
@@ -32,6 +35,7 @@ __all__ = [
     "LedgerError",
     "PatchgateError",
     "PinError",
+    "PinErrors",
     "RefusedError",
     "TransportError",
     "UnsafePathError",
@@ -104,6 +108,24 @@ class PinError(PatchgateError):
         self.file = file
         self.field = field
         self.why = why
+
+
+class PinErrors(PinError):
+    """Every problem found in the pins at once (so a person fixes them in one go), in ``errors``.
+
+    ``file``, ``field`` and ``why`` are those of the first; the message lists them all.
+    """
+
+    def __init__(self, errors: Sequence[PinError]) -> None:
+        if not errors:
+            raise ValueError("PinErrors needs at least one PinError")
+        first = errors[0]
+        super().__init__(first.file, first.field, first.why)
+        self.errors = tuple(errors)
+        self.args = ("; ".join(str(e) for e in self.errors),)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class KeyFileError(PatchgateError):

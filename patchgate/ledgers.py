@@ -18,7 +18,11 @@ from patchgate.errors import LedgerError
 
 __all__ = [
     "FILE_NAMES",
+    "FIXTURE_STATUSES",
     "POSTURES",
+    "RECEIPT_SCHEMAS",
+    "RECEIPT_V1",
+    "RECEIPT_V2",
     "REJECTION_CODES",
     "Admission",
     "DriftRecord",
@@ -151,7 +155,7 @@ class FixtureLedger(Record):
     digest: str
     algorithm: str = "sha256"
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    status: str = "match"  # "match" or "mismatch"
+    status: str = "match"  # "match", "mismatch" or "not_applicable"
     mismatched: list[str] = field(default_factory=list)
 
 
@@ -199,13 +203,26 @@ class Admission(Record):
     reasons: list[str] = field(default_factory=list)
     suite: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    #: ``property id: entry`` of each ``covers`` entry that names no symbol of the base tree.
+    unknown_covers: list[str] = field(default_factory=list)
+
+
+RECEIPT_V1 = "patchgate/receipt/v1"
+RECEIPT_V2 = "patchgate/receipt/v2"
+RECEIPT_SCHEMAS = (RECEIPT_V1, RECEIPT_V2)
+FIXTURE_STATUSES = ("match", "mismatch", "not_applicable")
 
 
 @dataclass(kw_only=True)
 class Receipt(Record):
-    """``receipt.json`` of DESIGN §7 (``recorded_at`` is kept apart from ``review_clock``)."""
+    """``receipt.json`` (``recorded_at`` is kept apart from ``review_clock``).
 
-    schema: str = "patchgate/receipt/v1"
+    Schema v2 adds ``uncredited`` (symbol -> why it earned nothing), ``evidence`` (symbol ->
+    property -> what is known of its runs) and ``flake_observations``; a v1 receipt reads with
+    those empty. An unknown schema is a LedgerError.
+    """
+
+    schema: str = RECEIPT_V2
     review_clock: str = ""
     patch_sha256: str = ""
     decision: str = ""
@@ -214,11 +231,25 @@ class Receipt(Record):
     excluded_paths: list[str] = field(default_factory=list)
     credits: dict[str, int] = field(default_factory=dict)
     coverage: float = 0.0
+    uncredited: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, dict[str, Any]] = field(default_factory=dict)
     fixture_status: str = ""
     fixture_digest: str = ""
     freeze_citations: list[str] = field(default_factory=list)
+    flake_observations: list[dict[str, Any]] = field(default_factory=list)
     predicate_hashes: dict[str, str] = field(default_factory=dict)
     rejection_codes: list[str] = field(default_factory=list)
     transport: list[dict[str, Any]] = field(default_factory=list)
     lanes: dict[str, Any] = field(default_factory=lambda: {"local": {}, "remote": {}})
     admit: bool = False
+
+    @classmethod
+    def from_json(cls, obj: object) -> Self:
+        """Parse a v1 or v2 receipt; v2 fields in a v1 receipt are a LedgerError."""
+        receipt = super().from_json(obj)
+        if receipt.schema not in RECEIPT_SCHEMAS:
+            raise LedgerError(f"Receipt: schema {receipt.schema!r} is not one of {RECEIPT_SCHEMAS}")
+        v2_only = ("uncredited", "evidence", "flake_observations")
+        if receipt.schema == RECEIPT_V1 and isinstance(obj, dict) and set(v2_only) & set(obj):
+            raise LedgerError(f"Receipt: a {RECEIPT_V1} receipt has no {', '.join(v2_only)}")
+        return receipt

@@ -9,13 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from patchgate.digest import SHA256_HEX, FileEntry, Manifest, validate_path
-from patchgate.errors import PinError, UnsafePathError
+from patchgate.errors import PinError, PinErrors, UnsafePathError
 
 __all__ = [
     "ELIGIBLE_CLASSES",
@@ -281,39 +282,102 @@ def _argv(val: object, where: str, fieldname: str) -> tuple[str, ...]:
     return tuple(val)
 
 
-def parse_fixture_pin(raw: bytes, where: str, fixture_root: str = "fixtures") -> FixturePin:
-    """Parse and validate ``pins/fixtures.json``."""
-    obj = _json(raw, where)
-    pin_id = _str(obj, "pin_id", where)
-    if not _ID.fullmatch(pin_id):
-        raise PinError(where, "pin_id", "letters, digits and . _ : - only, at most 128")
+class _Problems:
+    """Collects the PinErrors of independent checks, so that every problem is reported at once.
+
+    ``with problems.check():`` swallows a PinError (a PinErrors adds each of its errors);
+    :meth:`raise_any` raises the one error, or a :class:`PinErrors` of several.
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[PinError] = []
+
+    @contextmanager
+    def check(self) -> Iterator[None]:
+        try:
+            yield
+        except PinErrors as exc:
+            self.errors.extend(exc.errors)
+        except PinError as exc:
+            self.errors.append(exc)
+
+    def raise_any(self) -> None:
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise PinErrors(self.errors)
+
+
+def _pin_id(obj: dict[str, Any], key: str, where: str, prefix: str = "") -> str:
+    val = _str(obj, key, where, prefix)
+    if not _ID.fullmatch(val):
+        raise PinError(where, prefix + key, "letters, digits and . _ : - only, at most 128")
+    return val
+
+
+def _algorithm(obj: dict[str, Any], where: str) -> str:
     algorithm = _str(obj, "algorithm", where)
     if algorithm != "sha256":
         raise PinError(where, "algorithm", f"unsupported {algorithm!r}; only 'sha256'")
+    return algorithm
+
+
+def _fixture_files(obj: dict[str, Any], where: str, fixture_root: str) -> dict[str, str]:
     files_obj = obj.get("files")
     if not isinstance(files_obj, dict):
         raise PinError(where, "files", "required, an object of path -> sha256 hex")
+    problems = _Problems()
     files: dict[str, str] = {}
     for path, digest in files_obj.items():
-        try:
-            validate_path(path)
-        except UnsafePathError as exc:
-            raise PinError(where, f"files[{path!r}]", exc.why) from None
-        if not path.startswith(fixture_root.rstrip("/") + "/"):
-            raise PinError(
-                where, f"files[{path!r}]", f"not under the fixture root {fixture_root!r}"
-            )
-        if not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest):
-            raise PinError(where, f"files[{path!r}]", "expected 64 lowercase hex characters")
-        files[path] = digest
-    seed = _int(obj, "seed", where, 0, 2**32 - 1)
-    bound = _int(obj, "clock_bound_ms", where, 1, 24 * 3600 * 1000)
+        with problems.check():
+            files[path] = _fixture_file(path, digest, where, fixture_root)
+    problems.raise_any()
+    return files
+
+
+def _fixture_file(path: str, digest: object, where: str, fixture_root: str) -> str:
+    try:
+        validate_path(path)
+    except UnsafePathError as exc:
+        raise PinError(where, f"files[{path!r}]", exc.why) from None
+    if not path.startswith(fixture_root.rstrip("/") + "/"):
+        raise PinError(where, f"files[{path!r}]", f"not under the fixture root {fixture_root!r}")
+    if not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest):
+        raise PinError(where, f"files[{path!r}]", "expected 64 lowercase hex characters")
+    return digest
+
+
+def _allowed_commands(obj: dict[str, Any], where: str) -> tuple[tuple[str, ...], ...]:
     cmds = obj.get("allowed_commands")
     if not isinstance(cmds, list) or not cmds:
         raise PinError(where, "allowed_commands", "required, a non-empty list of argv lists")
     allowed = tuple(_argv(c, where, f"allowed_commands[{i}]") for i, c in enumerate(cmds))
     if len(set(allowed)) != len(allowed):
         raise PinError(where, "allowed_commands", "duplicate command")
+    return allowed
+
+
+def parse_fixture_pin(raw: bytes, where: str, fixture_root: str = "fixtures") -> FixturePin:
+    """Parse and validate ``pins/fixtures.json``; every problem at once (PinErrors if several)."""
+    obj = _json(raw, where)
+    problems = _Problems()
+    pin_id = algorithm = ""
+    files: dict[str, str] = {}
+    seed = bound = 0
+    allowed: tuple[tuple[str, ...], ...] = ()
+    with problems.check():
+        pin_id = _pin_id(obj, "pin_id", where)
+    with problems.check():
+        algorithm = _algorithm(obj, where)
+    with problems.check():
+        files = _fixture_files(obj, where, fixture_root)
+    with problems.check():
+        seed = _int(obj, "seed", where, 0, 2**32 - 1)
+    with problems.check():
+        bound = _int(obj, "clock_bound_ms", where, 1, 24 * 3600 * 1000)
+    with problems.check():
+        allowed = _allowed_commands(obj, where)
+    problems.raise_any()
     return FixturePin(
         pin_id=pin_id,
         algorithm=algorithm,
@@ -324,45 +388,68 @@ def parse_fixture_pin(raw: bytes, where: str, fixture_root: str = "fixtures") ->
     )
 
 
-def parse_properties(raw: bytes, where: str, fixtures: FixturePin) -> tuple[PropertyPin, ...]:
-    """Parse and validate ``pins/properties.json`` against the fixture pin's allowed commands."""
-    obj = _json(raw, where)
-    items = obj.get("properties")
-    if not isinstance(items, list):
-        raise PinError(where, "properties", "required, a list")
-    out: list[PropertyPin] = []
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        pre = f"properties[{i}]."
-        if not isinstance(item, dict):
-            raise PinError(where, f"properties[{i}]", "expected an object")
-        pid = _str(item, "id", where, pre)
-        if not _ID.fullmatch(pid):
-            raise PinError(where, pre + "id", "letters, digits and . _ : - only, at most 128")
+def _property(
+    item: object, i: int, where: str, fixtures: FixturePin | None, seen: set[str]
+) -> PropertyPin:
+    """One entry of properties.json; every problem of the entry at once."""
+    if not isinstance(item, dict):
+        raise PinError(where, f"properties[{i}]", "expected an object")
+    pre = f"properties[{i}]."
+    problems = _Problems()
+    pid = cls = claim = ""
+    covers: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    with problems.check():
+        pid = _pin_id(item, "id", where, pre)
         if pid in seen:
             raise PinError(where, pre + "id", f"duplicate property id {pid!r}")
         seen.add(pid)
+    with problems.check():
         cls = _str(item, "class", where, pre)
         if cls not in PROPERTY_CLASSES:
             raise PinError(
                 where, pre + "class", f"unknown class {cls!r}; one of {PROPERTY_CLASSES}"
             )
-        covers = item.get("covers")
-        if not isinstance(covers, list) or not all(isinstance(c, str) and c for c in covers):
+    with problems.check():
+        raw_covers = item.get("covers")
+        if not isinstance(raw_covers, list) or not all(
+            isinstance(c, str) and c for c in raw_covers
+        ):
             raise PinError(where, pre + "covers", "required, a list of qualified symbol names")
+        covers = tuple(raw_covers)
+    with problems.check():
         command = _argv(item.get("command"), where, pre + "command")
-        if not fixtures.allows(command):
+        if fixtures is not None and not fixtures.allows(command):
             raise PinError(
                 where, pre + "command", "not allowed by allowed_commands of the fixture pin"
             )
+    with problems.check():
         claim = item.get("claim", "")
         if not isinstance(claim, str):
             raise PinError(where, pre + "claim", "expected a string")
-        out.append(
-            PropertyPin(
-                id=pid, claim=claim, property_class=cls, covers=tuple(covers), command=command
-            )
-        )
+    problems.raise_any()
+    return PropertyPin(id=pid, claim=claim, property_class=cls, covers=covers, command=command)
+
+
+def parse_properties(
+    raw: bytes, where: str, fixtures: FixturePin | None
+) -> tuple[PropertyPin, ...]:
+    """Parse and validate ``pins/properties.json`` against the fixture pin's allowed commands.
+
+    Every problem at once (PinErrors if several). ``fixtures`` None (the fixture pin is itself
+    invalid): the allowed-command check is left out, every other check still runs.
+    """
+    obj = _json(raw, where)
+    items = obj.get("properties")
+    if not isinstance(items, list):
+        raise PinError(where, "properties", "required, a list")
+    problems = _Problems()
+    out: list[PropertyPin] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        with problems.check():
+            out.append(_property(item, i, where, fixtures, seen))
+    problems.raise_any()
     return tuple(out)
 
 
@@ -376,59 +463,87 @@ def _date(item: dict[str, Any], key: str, where: str, pre: str) -> dt.date:
         raise PinError(where, pre + key, f"not a real date: {val!r}") from None
 
 
-def parse_flakes(raw: bytes, where: str) -> tuple[Flake, ...]:
-    """Parse and validate ``pins/flakes.json``."""
-    obj = _json(raw, where)
-    items = obj.get("flakes")
-    if not isinstance(items, list):
-        raise PinError(where, "flakes", "required, a list")
-    out: list[Flake] = []
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        pre = f"flakes[{i}]."
-        if not isinstance(item, dict):
-            raise PinError(where, f"flakes[{i}]", "expected an object")
+def _flake(item: object, i: int, where: str, seen: set[str]) -> Flake:
+    """One entry of flakes.json; every problem of the entry at once."""
+    if not isinstance(item, dict):
+        raise PinError(where, f"flakes[{i}]", "expected an object")
+    pre = f"flakes[{i}]."
+    problems = _Problems()
+    fid = signature = ""
+    opened = expires = dt.date.min
+    tests: tuple[str, ...] = ()
+    with problems.check():
         fid = _str(item, "id", where, pre)
         if fid in seen:
             raise PinError(where, pre + "id", f"duplicate flake id {fid!r}")
         seen.add(fid)
-        opened, expires = (
-            _date(item, "opened_on", where, pre),
-            _date(item, "expires_on", where, pre),
-        )
-        if expires < opened:
+    with problems.check():
+        opened = _date(item, "opened_on", where, pre)
+    with problems.check():
+        expires = _date(item, "expires_on", where, pre)
+        if opened != dt.date.min and expires < opened:
             raise PinError(where, pre + "expires_on", "earlier than opened_on")
-        tests = item.get("tests")
+    with problems.check():
+        raw_tests = item.get("tests")
         if (
-            not isinstance(tests, list)
-            or not tests
-            or not all(isinstance(t, str) and t for t in tests)
+            not isinstance(raw_tests, list)
+            or not raw_tests
+            or not all(isinstance(t, str) and t for t in raw_tests)
         ):
             raise PinError(where, pre + "tests", "required, a non-empty list of test ids")
-        out.append(
-            Flake(
-                id=fid,
-                signature=_str(item, "signature", where, pre),
-                opened_on=opened,
-                expires_on=expires,
-                tests=tuple(tests),
-            )
-        )
+        tests = tuple(raw_tests)
+    with problems.check():
+        signature = _str(item, "signature", where, pre)
+    problems.raise_any()
+    return Flake(id=fid, signature=signature, opened_on=opened, expires_on=expires, tests=tests)
+
+
+def parse_flakes(raw: bytes, where: str) -> tuple[Flake, ...]:
+    """Parse and validate ``pins/flakes.json``; every problem at once (PinErrors if several)."""
+    obj = _json(raw, where)
+    items = obj.get("flakes")
+    if not isinstance(items, list):
+        raise PinError(where, "flakes", "required, a list")
+    problems = _Problems()
+    out: list[Flake] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        with problems.check():
+            out.append(_flake(item, i, where, seen))
+    problems.raise_any()
     return tuple(out)
 
 
+def _required(source: PinSource, path: str) -> bytes:
+    raw = source.read(path)
+    if raw is None:
+        raise PinError(source.describe(path), "", "missing")
+    return raw
+
+
 def load_pins(source: PinSource, config: ProjectConfig | None = None) -> PinSet:
-    """Load all three pin files (flakes.json is optional: no flakes)."""
+    """Load all three pin files (flakes.json is optional: no flakes).
+
+    Every problem of the three files at once (PinErrors if several): a broken fixture pin does not
+    hide a broken property pin. An invalid configuration stops here (it says where the pins are).
+    """
     config = config or load_config(source)
     fx_path, prop_path, flake_path = config.pin_paths
-    raw = source.read(fx_path)
-    if raw is None:
+    problems = _Problems()
+    fixtures: FixturePin | None = None
+    properties: tuple[PropertyPin, ...] = ()
+    flakes: tuple[Flake, ...] = ()
+    with problems.check():
+        raw = _required(source, fx_path)
+        fixtures = parse_fixture_pin(raw, source.describe(fx_path), config.fixture_root)
+    with problems.check():
+        raw = _required(source, prop_path)
+        properties = parse_properties(raw, source.describe(prop_path), fixtures)
+    with problems.check():
+        raw_flakes = source.read(flake_path)
+        if raw_flakes is not None:
+            flakes = parse_flakes(raw_flakes, source.describe(flake_path))
+    problems.raise_any()
+    if fixtures is None:  # unreachable: raise_any raised the fixture pin's error
         raise PinError(source.describe(fx_path), "", "missing")
-    fixtures = parse_fixture_pin(raw, source.describe(fx_path), config.fixture_root)
-    raw = source.read(prop_path)
-    if raw is None:
-        raise PinError(source.describe(prop_path), "", "missing")
-    properties = parse_properties(raw, source.describe(prop_path), fixtures)
-    raw = source.read(flake_path)
-    flakes = parse_flakes(raw, source.describe(flake_path)) if raw is not None else ()
     return PinSet(config=config, fixtures=fixtures, properties=properties, flakes=flakes)

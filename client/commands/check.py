@@ -1,8 +1,10 @@
 """``patchgate check``: the whole gate on one patch (DESIGN §6-§8).
 
 Flags win over ``[check]`` of a ``patchgate.toml`` in the current directory, which wins over the
-defaults. Exit codes: 0 admitted, 1 rejected, 2 refused to score (fixture digest), 3 fixture drift,
-4 transport failure (nothing scored), 64 usage.
+defaults. Exit codes: 0 admitted, 1 rejected (and nothing else), 2 refused to score (fixture
+digest), 3 fixture drift, 4 transport failure (nothing scored), 64 usage (an unknown ``--base``
+included), 78 configuration error (invalid pins or ``[tool.patchgate]`` in the base: every problem,
+one line each).
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from client.commands._util import parse_clock, print_json
+from client.errors import ConfigError
 from client.gate.pipeline import run_check
 from client.gate.settings import CheckSettings
+from client.gate.workspace import resolve_rev
 from client.verdict.receipt import render_summary
-from patchgate.errors import UsageError
-from patchgate.pins import GitSource, load_config
+from patchgate.errors import PinError, PinErrors, UsageError
+from patchgate.pins import GitSource, PinSet, load_pins
 from patchgate.tls import ClientTLS
 
-__all__ = ["load_defaults", "register", "run", "settings_from_args"]
+__all__ = ["base_config", "load_defaults", "register", "run", "settings_from_args"]
 
 CONFIG_FILE = "patchgate.toml"
 _KNOWN = {
@@ -46,7 +50,9 @@ win. A property whose result is transport only is re-run once (see docs/lanes.md
 
 _EPILOG = """\
 exit codes: 0 admitted · 1 rejected · 2 refused to score (fixture digest) · 3 fixture drift ·
-            4 transport/infrastructure failure, nothing scored · 64 usage
+            4 transport/infrastructure failure, nothing scored · 64 usage (unknown --base too) ·
+            78 invalid pins or [tool.patchgate] in the base (every problem, one line each)
+rejection codes, postures and what to do next: docs/reference/codes.md
 """
 
 
@@ -158,6 +164,16 @@ def _path(flag: Path | None, conf: dict[str, Any], key: str) -> Path | None:
     return Path(val) if val else None
 
 
+def base_config(repo: Path, commit: str) -> PinSet:
+    """The pins of the base commit; any problem is a ConfigError listing every one found (78)."""
+    try:
+        return load_pins(GitSource(repo, commit))
+    except PinErrors as exc:
+        raise ConfigError([str(e) for e in exc.errors]) from None
+    except PinError as exc:
+        raise ConfigError([str(exc)]) from None
+
+
 def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckSettings:
     """Flags > patchgate.toml [check] > defaults, validated once."""
     signer = args.signer or conf.get("signer")
@@ -189,13 +205,16 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
     if not (repo / ".git").exists() and not repo.is_dir():
         raise UsageError(f"--repo {repo}: not a directory")
     out = _path(args.out, conf, "out") or Path("ledgers")
-    config = load_config(GitSource(repo, args.base))
+    # The commit, resolved once: an unknown --base is a usage error (64), and the check runs on
+    # exactly the commit whose pins were validated here.
+    base = resolve_rev(repo, args.base)
+    config = base_config(repo, base).config
     pins_dir = (repo / config.pins_dir).resolve()
     if out.resolve() == pins_dir or out.resolve().is_relative_to(pins_dir):
         raise UsageError(f"--out {out}: inside the pins directory; patchgate never writes there")
     return CheckSettings(
         repo=repo,
-        base=args.base,
+        base=base,
         patch=args.patch,
         draft_id=args.draft_id,
         drafter=args.drafter,

@@ -5,6 +5,11 @@ test function's source) and the live fixture digest under the pins of that revis
 ``fixture_envelope.json`` next to the receipt against the operator keyring and checks that it signs
 the receipt's digest. Anything that moved makes the receipt stale: exit 1, naming what moved.
 
+Reads receipts of schema ``patchgate/receipt/v1`` and ``v2`` and checks that the receipt agrees
+with itself (credits name the changed symbols; coverage = credited/changed; ``admit`` only with
+everything it needs; v2: every symbol with credit 0 has R1 and a line in ``uncredited``, every
+credited symbol a property that passed every run in ``evidence``). A contradiction exits 1 too.
+
 The operator keyring comes from ``--operator-keyring``, else ``[check] operator_keyring`` of
 ./patchgate.toml, else the signer's GetKeyring (``--signer`` or ``[check] signer``; trust on first
 use, printed). With none of them the envelope cannot be checked and the receipt is not verified.
@@ -22,6 +27,7 @@ from client.analysis.assertions import classify_property
 from client.commands.check import load_defaults
 from client.gate.steps import measure
 from client.gate.workspace import base_pins, tree_at
+from client.verdict.receipt import receipt_problems
 from patchgate.envelope import Envelope, verify_fixture_envelope
 from patchgate.errors import EnvelopeError, FixtureScanError, PatchgateError
 from patchgate.keys import Keyring
@@ -75,7 +81,7 @@ def _keyring(args: argparse.Namespace, conf: dict[str, Any]) -> tuple[Keyring | 
 def verify(receipt_path: Path, repo: Path, rev: str, keyring: Keyring | None) -> list[str]:
     """What moved since the receipt was written (empty: still true)."""
     receipt = read_record(Receipt, receipt_path)
-    stale: list[str] = []
+    stale = [f"receipt: {p}" for p in receipt_problems(receipt)]
     with tree_at(repo, rev) as tree:
         pins = base_pins(repo, rev)
         by_id = {p.id: p for p in pins.properties}

@@ -9,6 +9,7 @@ All configuration arrives in one frozen :class:`CheckSettings` built by the comm
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import sys
@@ -23,7 +24,8 @@ from client.gate.secondpin import second_pin_step
 from client.gate.settings import CheckSettings
 from client.gate.workspace import PatchApplyError, Workspace, base_pins, materialize
 from client.verdict.admission import decide
-from client.verdict.credit import CreditRow, observe_flakes, rejection_codes, score
+from client.verdict.credit import CreditReport, CreditRow, rejection_codes, score
+from client.verdict.flakes import observe_flakes
 from client.verdict.posture import Facts, Verdict, merge
 from client.verdict.receipt import build_receipt
 from client.verdict.stability import Stability, assess_all
@@ -33,6 +35,10 @@ from patchgate.ledgers import FILE_NAMES, Receipt
 from patchgate.pins import PinSet, PropertyPin
 
 __all__ = ["CheckResult", "run_check"]
+
+# Fixture statuses whose suite may be signed and run: ``not_applicable`` (an empty pin and no
+# fixture root) counts as a match, the signed manifest still pins seed, bound and commands.
+_SCORABLE = ("match", "not_applicable")
 
 
 @dataclass(kw_only=True)
@@ -65,10 +71,45 @@ class _State:
     rows: tuple[CreditRow, ...] = ()
     credits: dict[str, int] = field(default_factory=dict)
     coverage: float = 0.0
+    uncredited: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    flake_observations: list[dict[str, Any]] = field(default_factory=list)
     freeze_problems: tuple[str, ...] = ()
+    # What the static findings need when the run stops before scoring: every pinned property and
+    # its assertion class in the patched tree. ``scored``: credit came from real runs.
+    properties: tuple[PropertyPin, ...] = ()
+    classes: dict[str, str] = field(default_factory=dict)
+    scored: bool = False
+
+    def take(self, report: CreditReport) -> None:
+        """Keep a credit report: credits, coverage, why-not, evidence, table rows."""
+        self.rows, self.credits, self.coverage = report.rows, report.credits, report.coverage
+        self.uncredited, self.evidence = report.uncredited, report.evidence
+
+
+def _static_findings(st: _State, facts: Facts) -> Facts:
+    """A run that stopped before scoring still lists every finding: R1 for every changed symbol
+    (credit 0, "the run was stopped before execution: <posture>") and the static R3/R5 codes.
+
+    Those codes only feed the merge table's credit row, which comes after every row that stops a
+    run, so the posture is the one the stop already chose.
+    """
+    stopped = merge(facts).posture
+    report = score(
+        changed_symbols=st.symbols,
+        suite=st.properties,
+        assertion_classes=st.classes,
+        local={},
+        stopped=stopped,
+    )
+    st.take(report)
+    st.codes = rejection_codes(symbol_codes=[*st.codes, *report.codes])
+    return dataclasses.replace(facts, codes=st.codes)
 
 
 def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
+    if not st.scored:
+        facts = _static_findings(st, facts)
     verdict = merge(facts)
     receipt = build_receipt(
         review_clock=st.review_clock,
@@ -80,9 +121,12 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         excluded_paths=st.excluded,
         credits=st.credits,
         coverage=st.coverage,
+        uncredited=st.uncredited,
+        evidence=st.evidence,
         fixture_status=st.fixture_status,
         fixture_digest=st.fixture_digest,
         freeze_citations=[f for ids in st.citations.values() for f in ids],
+        flake_observations=st.flake_observations,
         predicate_hashes=st.predicate_hashes,
         rejection_codes=st.codes,
         transport=st.transport,
@@ -149,6 +193,8 @@ class _Check:
         base_reports = steps.classify(ws.base_dir, pins.properties)
         st.predicate_hashes = {p: r.predicate_hash for p, r in reports.items() if r.predicate_hash}
         st.citations = {p: r.freeze_ids for p, r in reports.items() if r.freeze_ids}
+        classes = {pid: r.assertion_class for pid, r in reports.items()}
+        st.properties, st.classes = pins.properties, classes
         oracle = steps.oracle_and_pins(
             changed.touched_paths, pins, reports, base_reports, self.clock
         )
@@ -157,7 +203,7 @@ class _Check:
         fixture = steps.fixture_step(ws.patched_dir, pins, s.out)
         st.fixture_status, st.fixture_digest = fixture.status, fixture.digest
         st.reasons.extend(fixture.reasons)
-        refused = fixture.status != "match" or fixture.manifest is None
+        refused = fixture.status not in _SCORABLE or fixture.manifest is None
         st.codes = rejection_codes(
             fixture_mismatch=refused,
             freeze_problems=oracle.freeze_problems,
@@ -171,7 +217,6 @@ class _Check:
         if sig.transport is not None:
             st.transport.append(sig.transport)
             return self.done(signer_transport=True)
-        classes = {pid: r.assertion_class for pid, r in reports.items()}
         admission = decide(
             provenance_problems=(),
             signature_problem=sig.problem,
@@ -241,10 +286,17 @@ class _Check:
         steps.write_property_ledger(
             s.out, pins.fixtures.pin_id, st.fixture_digest, stab, keyids=local.keyid_of
         )
-        observations, mismatches = observe_flakes(
-            suite=suite, local=stab, citations=st.citations, flakes=pins.flakes, clock=self.clock
+        flakes = observe_flakes(
+            suite=suite,
+            local=stab,
+            citations=st.citations,
+            flakes=pins.flakes,
+            clock=self.clock,
+            changed_symbols=st.symbols,
         )
-        st.reasons.extend(mismatches)
+        observations, mismatches = flakes.observations, flakes.problems
+        st.reasons.extend([*mismatches, *flakes.refused])
+        st.flake_observations = [o.to_json() for o in observations]
         steps.write_flake_ledger(s.out, observations, st.fixture_digest, st.reasons)
         steps.write_freeze_proposals(s.out, suite, stab, classes, st.fixture_digest)
         second = second_pin_step(s, self.ws, pins, suite, stab, st.fixture_digest, self.say)
@@ -259,7 +311,8 @@ class _Check:
             local=stab,
             remote=rstab,
         )
-        st.rows, st.credits, st.coverage = report.rows, report.credits, report.coverage
+        st.take(report)
+        st.scored = True
         st.reasons.extend(report.notes)
         st.reasons.extend(f"property miss: {p} failed both local runs" for p in report.misses)
         st.reasons.extend(f"unstable: {p} disagreed between its two runs" for p in report.unstable)
@@ -294,7 +347,8 @@ class _Check:
             local={},
             remote=rstab,
         )
-        st.rows, st.credits, st.coverage = report.rows, report.credits, report.coverage
+        st.take(report)
+        st.scored = True
         st.reasons.append("remote only: no local executor; remote runs confirm, never credit")
         st.reasons.extend(report.notes)
         st.codes = rejection_codes(symbol_codes=report.codes, freeze_problems=st.freeze_problems)

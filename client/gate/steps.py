@@ -6,6 +6,7 @@ Each returns what it found; each writes its own file only when the step complete
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,8 @@ from client.analysis.symbols import ChangedSymbols, changed_symbols
 from client.gate.execution import LaneResult, run_lane
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
-from client.verdict.credit import FlakeObservation, check_freezes
+from client.verdict.credit import check_freezes
+from client.verdict.flakes import FlakeObservation
 from client.verdict.stability import Stability, freeze_proposal
 from patchgate.atomicfile import atomic_write_json
 from patchgate.digest import Manifest, hash_files, scan_fixture_tree
@@ -172,6 +174,10 @@ def fixture_step(root: Path, pins: PinSet, out: Path) -> FixtureResult:
         return FixtureResult(status="mismatch", reasons=(f"R2 {exc}",))
     digest = manifest.digest()
     status = "mismatch" if mismatched else "match"
+    if not pins.fixtures.files and not os.path.lexists(root / pins.config.fixture_root):
+        # An empty pin and no fixture root: nothing to match. The digest is still the canonical
+        # digest of the manifest the signer signs (no file lines: seed, bound and commands only).
+        status = "not_applicable"
     FixtureLedger(
         pin_id=manifest.pin_id,
         digest=digest,

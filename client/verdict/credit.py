@@ -1,16 +1,19 @@
-"""Per-symbol property credit and the rejection codes R1-R9 (DESIGN §6 steps 3, 8, 9).
+"""Per-symbol property credit, the reasons a symbol earned none, and the codes R1-R9.
 
-One point per changed symbol: some suite property covers it, is a real predicate (assertion class
-``property``) of an eligible class, and passed in both *local* runs. Why a symbol earned nothing::
+One point per changed symbol (DESIGN §6 step 9): some suite property covers it, is a real predicate
+(assertion class ``property``) of an eligible class, and passed in both *local* runs. Every changed
+symbol with credit 0 gets ``R1``, whatever stopped the run, and one line in ``uncredited`` saying
+why (no property covers it; fixture equality only (R5); the property failed in both runs; ran past
+its bound; unstable; the run was stopped before execution: <posture>; ...). Per property::
 
-    R1  no real predicate covers it (a fixture equality, a freeze citation, a tautology or an opaque
-        test does not count as coverage)
-    R3  a freeze citation is the only evidence for it
+    R3  a freeze citation is offered as its check
     R5  a fixture equality / snapshot comparison is offered as its check
     R6  its only passing results come from a remote lane (remote runs confirm, never credit)
 
-Codes about the patch as a whole come from the other steps: R2 fixture mismatch, R4 unknown, expired
-or mismatched freeze id, R7 oracle moved, R8 pin mutation, R9 drift between two pins. Pure: no I/O.
+R3 and R5 are static (the assertion class of the pinned test), so they are listed even when the
+run stopped before execution. Codes about the patch as a whole come from the other steps: R2
+fixture mismatch, R4 unknown, expired or mismatched freeze id, R7 oracle moved, R8 pin mutation,
+R9 drift between two pins. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,22 +21,30 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from client.verdict.admission import covering
 from client.verdict.stability import Stability
 from patchgate.ledgers import REJECTION_CODES
 from patchgate.pins import Flake, PropertyPin
-from patchgate.results import normalize_failure
 
 __all__ = [
+    "NO_PROPERTY",
     "CreditReport",
     "CreditRow",
-    "FlakeObservation",
     "check_freezes",
-    "observe_flakes",
     "rejection_codes",
     "score",
 ]
+
+NO_PROPERTY = "no property covers it"
+_STATUS_REASONS = {
+    "fail": "the property failed in both runs",
+    "error": "the property failed in both runs",
+    "exceeded_bound": "ran past its bound",
+    "unstable": "unstable: it passed in one run only",
+    "incomplete": "a run is missing (transport), nothing decided",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,12 +62,14 @@ class CreditRow:
 
 @dataclass(frozen=True, kw_only=True)
 class CreditReport:
-    """Credits per symbol, coverage and the per-symbol rejection codes."""
+    """Credits per symbol, coverage, why a symbol earned nothing, evidence and the symbol codes."""
 
     credits: dict[str, int]
     coverage: float
     codes: tuple[str, ...]
     rows: tuple[CreditRow, ...]
+    uncredited: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     misses: tuple[str, ...] = ()
     unstable: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
@@ -67,19 +80,19 @@ def _runs(stab: Stability | None) -> tuple[str, str]:
 
 
 def _judge(
-    prop: PropertyPin, klass: str, local: Stability | None, remote: Stability | None, scored: bool
+    prop: PropertyPin, klass: str, local: Stability | None, remote: Stability | None, stopped: str
 ) -> tuple[int, str, str | None]:
-    """(credit, note, code) of one property for one symbol."""
+    """(credit, why, code) of one property for one symbol; ``why`` explains a 0."""
     if klass == "fixture_eq":
-        return 0, "fixture equality is not a check", "R5"
+        return 0, "fixture equality only (R5)", "R5"
     if klass == "freeze_ref":
-        return 0, "a freeze citation is not evidence", "R3"
+        return 0, "a freeze citation only (R3)", "R3"
     if klass != "property":
-        return 0, f"{klass}: not a real predicate", None
+        return 0, f"not a real predicate ({klass})", None
     if not prop.eligible:
         return 0, f"class {prop.property_class} is not eligible", None
-    if not scored:
-        return 0, "not scored", None
+    if stopped:
+        return 0, f"the run was stopped before execution: {stopped}", None
     if local is not None and local.passed_both:
         return 1, "passed both local runs", None
     if (
@@ -87,9 +100,26 @@ def _judge(
         and remote.passed_both
         and (local is None or local.status == "incomplete")
     ):
-        return 0, "only a remote lane passed", "R6"
-    status = local.status if local is not None else "not run"
-    return 0, f"local: {status}", None
+        return 0, "only a remote lane passed (R6)", "R6"
+    if local is None:
+        return 0, "not run", None
+    return 0, _STATUS_REASONS.get(local.status, f"local: {local.status}"), None
+
+
+def _why(judged: Sequence[tuple[str, str]]) -> str:
+    """One line from the (property id, reason) pairs of a symbol that earned nothing."""
+    if not judged:
+        return NO_PROPERTY
+    reasons = sorted({why for _, why in judged})
+    if len(reasons) == 1:
+        return reasons[0]
+    return "; ".join(f"{pid}: {why}" for pid, why in sorted(judged))
+
+
+def _evidence(stab: Stability | None, klass: str) -> dict[str, Any]:
+    """What is known of one property for one symbol (mutation fields come with that stage)."""
+    runs = [r.outcome if r is not None else None for r in stab.runs] if stab is not None else []
+    return {"runs": runs, "assertion_class": klass}
 
 
 def score(
@@ -99,15 +129,18 @@ def score(
     assertion_classes: Mapping[str, str],
     local: Mapping[str, Stability],
     remote: Mapping[str, Stability] | None = None,
-    scored: bool = True,
+    stopped: str = "",
 ) -> CreditReport:
     """Credit each changed symbol from the suite's two-run results.
 
-    ``scored`` is False when property results may not count at all (fixture mismatch, oracle moved,
-    pin mutation, not admitted): every credit is then 0, and the structural codes still apply.
+    ``stopped`` names the posture that stopped the check before its results could count (fixture
+    mismatch, oracle moved, pin mutation, not admitted, transport, ...): every credit is then 0,
+    every symbol gets R1 with that reason, and the static codes (R3, R5) still apply.
     """
     remote = remote or {}
     credits: dict[str, int] = {}
+    uncredited: dict[str, str] = {}
+    evidence: dict[str, dict[str, dict[str, Any]]] = {}
     rows: list[CreditRow] = []
     codes: set[str] = set()
     for symbol in changed_symbols:
@@ -121,19 +154,19 @@ def score(
                     run1="-",
                     run2="-",
                     credit=0,
-                    note="no property covers it",
+                    note=NO_PROPERTY,
                 )
             )
-        real = False
-        best = 0
+        best, judged = 0, []
         for prop in offered:
             klass = assertion_classes.get(prop.id, "opaque")
-            real = real or (klass == "property" and prop.eligible)
-            lstab, rstab = local.get(prop.id), remote.get(prop.id)
-            credit, note, code = _judge(prop, klass, lstab, rstab, scored)
+            lstab = None if stopped else local.get(prop.id)
+            credit, why, code = _judge(prop, klass, lstab, remote.get(prop.id), stopped)
             if code:
                 codes.add(code)
             best = max(best, credit)
+            judged.append((prop.id, why))
+            evidence.setdefault(symbol, {})[prop.id] = _evidence(lstab, klass)
             run1, run2 = _runs(lstab)
             rows.append(
                 CreditRow(
@@ -143,24 +176,26 @@ def score(
                     run1=run1,
                     run2=run2,
                     credit=credit,
-                    note=note,
+                    note=why,
                 )
             )
-        if not real:
-            codes.add("R1")
         credits[symbol] = best
+        if best == 0:
+            codes.add("R1")
+            uncredited[symbol] = _why(judged)
     coverage = sum(credits.values()) / len(credits) if credits else 0.0
     notes = () if credits else ("no changed production symbol: nothing to credit, not a pass",)
+    ran = {} if stopped else local
     suite_ids = [p.id for p in suite]
-    misses = tuple(pid for pid in suite_ids if pid in local and local[pid].defect)
-    unstable = tuple(pid for pid in suite_ids if pid in local and local[pid].disagreement)
     return CreditReport(
         credits=credits,
         coverage=coverage,
         codes=tuple(sorted(codes)),
         rows=tuple(rows),
-        misses=misses,
-        unstable=unstable,
+        uncredited=uncredited,
+        evidence=evidence,
+        misses=tuple(pid for pid in suite_ids if pid in ran and ran[pid].defect),
+        unstable=tuple(pid for pid in suite_ids if pid in ran and ran[pid].disagreement),
         notes=notes,
     )
 
@@ -181,71 +216,6 @@ def check_freezes(
                     f"{pid} cites {fid}, which expired on {flake.expires_on.isoformat()}"
                 )
     return tuple(problems)
-
-
-@dataclass(frozen=True, kw_only=True)
-class FlakeObservation:
-    """A failing test on a valid baseline freeze whose observed failure matches its signature."""
-
-    property_id: str
-    test_id: str
-    flake_id: str
-    observed: str
-
-
-def observe_flakes(
-    *,
-    suite: Sequence[PropertyPin],
-    local: Mapping[str, Stability],
-    citations: Mapping[str, Sequence[str]],
-    flakes: Sequence[Flake],
-    clock: dt.datetime,
-) -> tuple[tuple[FlakeObservation, ...], tuple[str, ...]]:
-    """(flake observations, R4 mismatch problems) from the local runs.
-
-    A failing run of a property on a valid flake (the flake lists its test id, or the property cites
-    the flake id) is an observation when its normalized failure contains the flake's signature;
-    a failure of a property that *cites* a valid flake without matching it is a mismatched freeze
-    (R4).
-    """
-    observations: list[FlakeObservation] = []
-    problems: list[str] = []
-    for prop in suite:
-        stab = local.get(prop.id)
-        if stab is None:
-            continue
-        test_id = prop.command[-1]
-        cited = set(citations.get(prop.id, ()))
-        relevant = [
-            f for f in flakes if f.valid_at(clock) and (test_id in f.tests or f.id in cited)
-        ]
-        failures = [r for r in stab.runs if r is not None and r.outcome != "pass"]
-        if not relevant or not failures:
-            continue
-        match = next(
-            (
-                (f, r)
-                for f in relevant
-                for r in failures
-                if normalize_failure(f.signature) in r.failure_signature
-            ),
-            None,
-        )
-        if match is not None:
-            flake, run = match
-            observations.append(
-                FlakeObservation(
-                    property_id=prop.id,
-                    test_id=test_id,
-                    flake_id=flake.id,
-                    observed=run.failure_signature,
-                )
-            )
-        elif cited:
-            problems.append(
-                f"{prop.id} failed, but not with the signature of {', '.join(sorted(cited))}"
-            )
-    return tuple(observations), tuple(problems)
 
 
 def rejection_codes(

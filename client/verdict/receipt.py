@@ -1,7 +1,9 @@
-"""The receipt of DESIGN §7 and the human summary printed after a check.
+"""The receipt (schema ``patchgate/receipt/v2``) and the human summary printed after a check.
 
-The receipt is written for every verdict, refusals included, so it always says why. The summary is
-a table (symbol, property, class, run 1, run 2, credit) followed by the verdict and its reasons.
+The receipt is written for every verdict, refusals included, so it always says why: every changed
+symbol has a credit, every symbol with credit 0 a line in ``uncredited``. The summary is a table
+(symbol, property, class, run 1, run 2, credit) followed by the verdict, why each uncredited symbol
+earned nothing, flake observations and the reasons.
 """
 
 from __future__ import annotations
@@ -10,9 +12,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from client.verdict.credit import CreditRow
-from patchgate.ledgers import Receipt
+from patchgate.ledgers import (
+    FIXTURE_STATUSES,
+    POSTURES,
+    RECEIPT_V2,
+    REJECTION_CODES,
+    Receipt,
+)
 
-__all__ = ["build_receipt", "render_summary"]
+__all__ = ["build_receipt", "receipt_problems", "render_summary"]
 
 
 def build_receipt(
@@ -26,15 +34,18 @@ def build_receipt(
     excluded_paths: Sequence[str] = (),
     credits: Mapping[str, int] | None = None,
     coverage: float = 0.0,
+    uncredited: Mapping[str, str] | None = None,
+    evidence: Mapping[str, Mapping[str, Any]] | None = None,
     fixture_status: str = "",
     fixture_digest: str = "",
     freeze_citations: Sequence[str] = (),
+    flake_observations: Sequence[Mapping[str, Any]] = (),
     predicate_hashes: Mapping[str, str] | None = None,
     rejection_codes: Sequence[str] = (),
     transport: Sequence[Mapping[str, Any]] = (),
     lanes: Mapping[str, Any] | None = None,
 ) -> Receipt:
-    """A Receipt; every changed symbol has a credit entry (0 unless earned)."""
+    """A v2 Receipt; every changed symbol has a credit entry (0 unless earned)."""
     credit_map = {s: 0 for s in changed_symbols}
     credit_map.update(credits or {})
     lane_map: dict[str, Any] = {"local": {}, "remote": {}}
@@ -48,9 +59,12 @@ def build_receipt(
         excluded_paths=list(excluded_paths),
         credits=credit_map,
         coverage=round(coverage, 6),
+        uncredited=dict(sorted((uncredited or {}).items())),
+        evidence={k: dict(v) for k, v in sorted((evidence or {}).items())},
         fixture_status=fixture_status,
         fixture_digest=fixture_digest,
         freeze_citations=sorted(set(freeze_citations)),
+        flake_observations=[dict(o) for o in flake_observations],
         predicate_hashes=dict(sorted((predicate_hashes or {}).items())),
         rejection_codes=list(rejection_codes),
         transport=[dict(t) for t in transport],
@@ -93,6 +107,10 @@ def render_summary(
     )
     lines.append(f"fixtures   {receipt.fixture_status or '-'} {receipt.fixture_digest[:16]}")
     lines.append(f"codes      {', '.join(receipt.rejection_codes) or '-'}")
+    for symbol, why in receipt.uncredited.items():
+        lines.append(f"uncredited {symbol}: {why}")
+    for o in receipt.flake_observations:
+        lines.append(f"flake      {o.get('flake_id', '')} on {o.get('test_id', '')} (never credit)")
     if receipt.excluded_paths:
         lines.append(f"excluded   {', '.join(receipt.excluded_paths)}")
     for t in receipt.transport:
@@ -102,3 +120,63 @@ def render_summary(
     if out_dir:
         lines.append(f"ledgers    {out_dir}")
     return "\n".join(lines) + "\n"
+
+
+def _v2_problems(r: Receipt, zero: set[str]) -> list[str]:
+    """What a v2 receipt must say about every finding."""
+    out: list[str] = []
+    if zero and "R1" not in r.rejection_codes:
+        out.append(f"symbols with credit 0 but no R1: {', '.join(sorted(zero))}")
+    if not zero and "R1" in r.rejection_codes:
+        out.append("R1 listed, but every changed symbol earned credit")
+    if missing := sorted(zero - set(r.uncredited)):
+        out.append(f"uncredited does not say why for: {', '.join(missing)}")
+    if wrong := sorted(set(r.uncredited) - zero):
+        out.append(
+            f"uncredited names symbols that earned credit or did not change: {', '.join(wrong)}"
+        )
+    if stray := sorted(set(r.evidence) - set(r.changed_symbols)):
+        out.append(f"evidence for symbols that did not change: {', '.join(stray)}")
+    for symbol, credit in sorted(r.credits.items()):
+        runs = [e.get("runs") for e in r.evidence.get(symbol, {}).values() if isinstance(e, dict)]
+        if credit and not any(
+            isinstance(x, list) and len(x) >= 2 and set(x) == {"pass"} for x in runs
+        ):
+            out.append(f"{symbol}: credited without a property that passed every run")
+    for n, obs in enumerate(r.flake_observations):
+        if not all(isinstance(obs.get(k), str) and obs.get(k) for k in _FLAKE_KEYS):
+            out.append(f"flake_observations[{n}]: needs {', '.join(_FLAKE_KEYS)}")
+    return out
+
+
+_FLAKE_KEYS = ("flake_id", "test_id", "signature")
+
+
+def receipt_problems(r: Receipt) -> list[str]:
+    """Where a receipt contradicts itself (empty: consistent). Pure; v1 and v2."""
+    out: list[str] = []
+    if set(r.credits) != set(r.changed_symbols):
+        out.append("credits and changed_symbols name different symbols")
+    if any(c not in (0, 1) for c in r.credits.values()):
+        out.append("a credit other than 0 or 1")
+    credited = sum(1 for c in r.credits.values() if c == 1)
+    expected = round(credited / len(r.credits), 6) if r.credits else 0.0
+    if r.coverage != expected:
+        out.append(f"coverage {r.coverage:g} is not credited/changed = {expected:g}")
+    if r.rejection_codes != [c for c in REJECTION_CODES if c in r.rejection_codes]:
+        out.append(f"rejection codes unknown, repeated or out of order: {r.rejection_codes}")
+    if r.posture not in POSTURES:
+        out.append(f"unknown posture {r.posture!r}")
+    if r.fixture_status not in ("", *FIXTURE_STATUSES):
+        out.append(f"unknown fixture_status {r.fixture_status!r}")
+    if r.admit and not (
+        r.decision == "admit"
+        and r.coverage == 1.0
+        and r.fixture_status in ("match", "not_applicable")
+        and not r.rejection_codes
+        and r.posture in ("review", "human_review")
+    ):
+        out.append("admit is true, but the decision, coverage, fixtures, codes or posture say no")
+    if r.schema == RECEIPT_V2:
+        out.extend(_v2_problems(r, {s for s, c in r.credits.items() if c == 0}))
+    return out

@@ -7,13 +7,19 @@ from pathlib import Path
 
 import pytest
 
+EMPTY_FIXTURE_PIN = (
+    '{"pin_id": "fixpin-empty", "algorithm": "sha256", "files": {}, "seed": 7,'
+    ' "clock_bound_ms": 30000, "allowed_commands": [["python", "-m", "pytest"]]}'
+)
+
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A git repository with an empty fixture pin (``check`` reads its config at the base)."""
+    """A git repository with valid, empty pins (``check`` validates the base's pins)."""
     r = tmp_path / "repo"
     (r / "pins").mkdir(parents=True)
-    (r / "pins" / "fixtures.json").write_text("{}")
+    (r / "pins" / "fixtures.json").write_text(EMPTY_FIXTURE_PIN)
+    (r / "pins" / "properties.json").write_text('{"properties": []}')
     for args in (
         ["init", "-q"],
         ["add", "-A"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from client.verdict.credit import check_freezes, observe_flakes, rejection_codes, score
+from client.verdict.credit import NO_PROPERTY, check_freezes, rejection_codes, score
 from client.verdict.stability import assess
 from patchgate.pins import Flake
 from tests.unit._gate_helpers import prop, run
@@ -42,6 +42,56 @@ def test_worked_example_credits_one_of_two_with_r1_and_r5() -> None:
     assert r.credits == {"billing.prorate": 1, "billing.invoice_total": 0}
     assert r.coverage == 0.5
     assert r.codes == ("R1", "R5")
+    assert r.uncredited == {"billing.invoice_total": "fixture equality only (R5)"}
+
+
+def test_evidence_names_each_property_and_its_runs() -> None:
+    r = _score()
+    assert r.evidence["billing.prorate"] == {
+        "p.prorate": {"runs": ["pass", "pass"], "assertion_class": "property"}
+    }
+
+
+def _failed(pid: str, outcome: str) -> dict[str, object]:
+    return {pid: assess(pid, [run(pid, 1, outcome, "x"), run(pid, 2, outcome, "x")])}
+
+
+def test_a_symbol_whose_only_property_ran_past_its_bound_gets_r1_and_the_reason() -> None:
+    r = _score(
+        assertion_classes={"p.prorate": "property", "p.total": "property"},
+        local={**_passed("p.prorate"), **_failed("p.total", "exceeded_bound")},
+    )
+    assert r.credits["billing.invoice_total"] == 0
+    assert r.codes == ("R1",)
+    assert r.uncredited == {"billing.invoice_total": "ran past its bound"}
+    assert r.misses == ("p.total",)
+
+
+def test_a_symbol_whose_property_failed_both_runs_gets_r1_and_the_reason() -> None:
+    r = _score(
+        assertion_classes={"p.prorate": "property", "p.total": "property"},
+        local={**_passed("p.total"), **_failed("p.prorate", "fail")},
+    )
+    assert r.codes == ("R1",)
+    assert r.uncredited == {"billing.prorate": "the property failed in both runs"}
+
+
+def test_every_symbol_with_credit_zero_is_uncredited_and_every_credited_one_is_not() -> None:
+    r = _score(suite=(PRORATE,), assertion_classes={"p.prorate": "property"})
+    zero = {s for s, c in r.credits.items() if c == 0}
+    assert set(r.uncredited) == zero == {"billing.invoice_total"}
+    assert r.uncredited["billing.invoice_total"] == NO_PROPERTY
+    assert r.coverage == (len(r.credits) - len(zero)) / len(r.credits)
+
+
+def test_two_properties_with_different_reasons_are_both_named() -> None:
+    r = _score(
+        suite=(PRORATE, prop("p.eq", ("billing.prorate",)), TOTAL),
+        assertion_classes={"p.prorate": "property", "p.eq": "fixture_eq", "p.total": "property"},
+        local={**_passed("p.total", "p.eq"), **_failed("p.prorate", "error")},
+    )
+    why = r.uncredited["billing.prorate"]
+    assert why == "p.eq: fixture equality only (R5); p.prorate: the property failed in both runs"
 
 
 def test_real_predicate_passing_both_runs_credits_every_symbol() -> None:
@@ -68,7 +118,8 @@ def test_r6_when_only_the_remote_lane_passed() -> None:
         remote=_passed("p.total"),
     )
     assert r.credits["billing.invoice_total"] == 0
-    assert r.codes == ("R6",)
+    assert r.codes == ("R1", "R6")
+    assert r.uncredited == {"billing.invoice_total": "only a remote lane passed (R6)"}
 
 
 def test_remote_passes_never_add_credit_next_to_a_local_failure() -> None:
@@ -87,9 +138,31 @@ def test_remote_passes_never_add_credit_next_to_a_local_failure() -> None:
     assert r.misses == ("p.total",)
 
 
-def test_unscored_results_earn_nothing() -> None:
-    r = _score(assertion_classes={"p.prorate": "property", "p.total": "property"}, scored=False)
+def test_stopped_run_earns_nothing_and_gives_every_symbol_r1_with_the_posture() -> None:
+    r = _score(
+        assertion_classes={"p.prorate": "property", "p.total": "property"},
+        stopped="reject_oracle_moved",
+    )
     assert r.credits == {"billing.prorate": 0, "billing.invoice_total": 0}
+    assert r.codes == ("R1",)
+    assert set(r.uncredited.values()) == {
+        "the run was stopped before execution: reject_oracle_moved"
+    }
+    assert (r.misses, r.unstable) == ((), ())
+
+
+def test_stopped_run_still_lists_the_static_r5_and_r3() -> None:
+    r = _score(
+        suite=(PRORATE, TOTAL, prop("p.freeze", ("billing.prorate",))),
+        assertion_classes={
+            "p.prorate": "property",
+            "p.total": "fixture_eq",
+            "p.freeze": "freeze_ref",
+        },
+        stopped="unavailable",
+    )
+    assert r.codes == ("R1", "R3", "R5")
+    assert r.uncredited["billing.invoice_total"] == "fixture equality only (R5)"
 
 
 def test_unstable_property_earns_nothing_and_is_listed() -> None:
@@ -102,6 +175,8 @@ def test_unstable_property_earns_nothing_and_is_listed() -> None:
     r = _score(assertion_classes={"p.prorate": "property", "p.total": "property"}, local=local)
     assert r.credits["billing.prorate"] == 0
     assert r.unstable == ("p.prorate",)
+    assert r.uncredited == {"billing.prorate": "unstable: it passed in one run only"}
+    assert "R1" in r.codes
 
 
 def test_empty_symbol_list_is_reported_not_passed() -> None:
@@ -125,52 +200,6 @@ def test_valid_citation_has_no_r4_problem() -> None:
 
 def test_expiry_day_itself_is_expired() -> None:
     assert check_freezes({"p.a": ["FLK-1"]}, [FLK], dt.datetime(2026, 10, 1, 12, tzinfo=dt.UTC))
-
-
-def test_matching_failure_on_a_valid_flake_is_an_observation() -> None:
-    p = prop("p.w", ("m.f",))
-    p = type(p)(
-        id="p.w",
-        claim="",
-        property_class="pure_fn",
-        covers=("m.f",),
-        command=(*p.command[:-1], "tests/test_w.py::test_drain"),
-    )
-    local = {
-        "p.w": assess(
-            "p.w", [run("p.w", 1, "pass"), run("p.w", 2, "fail", "TimeoutError: worker at 0x1f")]
-        )
-    }
-    obs, problems = observe_flakes(
-        suite=(p,), local=local, citations={}, flakes=(FLK,), clock=CLOCK
-    )
-    assert [o.flake_id for o in obs] == ["FLK-1"]
-    assert problems == ()
-
-
-def test_cited_flake_with_a_different_failure_is_an_r4_mismatch() -> None:
-    p = prop("p.w", ("m.f",))
-    local = {"p.w": assess("p.w", [run("p.w", 1, "fail", "AssertionError"), run("p.w", 2, "pass")])}
-    obs, problems = observe_flakes(
-        suite=(p,), local=local, citations={"p.w": ["FLK-1"]}, flakes=(FLK,), clock=CLOCK
-    )
-    assert obs == ()
-    assert "FLK-1" in problems[0]
-
-
-def test_expired_flake_is_never_observed() -> None:
-    p = prop("p.w", ("m.f",))
-    local = {
-        "p.w": assess("p.w", [run("p.w", 1, "fail", "TimeoutError: worker"), run("p.w", 2, "pass")])
-    }
-    obs, _ = observe_flakes(
-        suite=(p,),
-        local=local,
-        citations={"p.w": ["FLK-1"]},
-        flakes=(FLK,),
-        clock=dt.datetime(2027, 1, 1, tzinfo=dt.UTC),
-    )
-    assert obs == ()
 
 
 def test_codes_are_ordered_and_unique_across_steps() -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from client.verdict.credit import CreditRow
 from client.verdict.receipt import build_receipt, render_summary
+from patchgate.errors import LedgerError
 from patchgate.ledgers import Receipt
 
 
@@ -27,14 +30,50 @@ def test_every_changed_symbol_has_a_credit_entry() -> None:
     assert _receipt().credits == {"billing.prorate": 1, "billing.invoice_total": 0}
 
 
-def test_receipt_has_exactly_the_design_fields() -> None:
-    keys = set(_receipt().to_json())
-    assert keys == {
+def test_receipt_has_exactly_the_v2_fields() -> None:
+    body = _receipt().to_json()
+    assert set(body) == {
         "schema", "review_clock", "patch_sha256", "decision", "posture", "changed_symbols",
-        "excluded_paths", "credits", "coverage", "fixture_status", "fixture_digest",
-        "freeze_citations", "predicate_hashes", "rejection_codes", "transport", "lanes", "admit",
-        "recorded_at",
+        "excluded_paths", "credits", "coverage", "uncredited", "evidence", "fixture_status",
+        "fixture_digest", "freeze_citations", "flake_observations", "predicate_hashes",
+        "rejection_codes", "transport", "lanes", "admit", "recorded_at",
     }  # fmt: skip
+    assert body["schema"] == "patchgate/receipt/v2"
+
+
+V1 = {
+    "schema": "patchgate/receipt/v1", "review_clock": "2026-09-10T12:00:00.000Z",
+    "patch_sha256": "a" * 64, "decision": "admit", "posture": "reject_credit",
+    "changed_symbols": ["m.f"], "excluded_paths": [], "credits": {"m.f": 0}, "coverage": 0.0,
+    "fixture_status": "match", "fixture_digest": "b" * 64, "freeze_citations": [],
+    "predicate_hashes": {}, "rejection_codes": ["R1"], "transport": [],
+    "lanes": {"local": {}, "remote": {}}, "admit": False, "recorded_at": "",
+}  # fmt: skip
+
+
+def test_a_v1_receipt_still_reads_with_empty_v2_fields() -> None:
+    r = Receipt.from_json(V1)
+    assert (r.schema, r.uncredited, r.evidence, r.flake_observations) == (V1["schema"], {}, {}, [])
+
+
+def test_a_v1_receipt_carrying_v2_fields_is_refused() -> None:
+    with pytest.raises(LedgerError, match="v1"):
+        Receipt.from_json({**V1, "uncredited": {"m.f": "why"}})
+
+
+def test_an_unknown_receipt_schema_is_refused() -> None:
+    with pytest.raises(LedgerError, match="schema"):
+        Receipt.from_json({**V1, "schema": "patchgate/receipt/v3"})
+
+
+def test_summary_says_why_each_uncredited_symbol_earned_nothing() -> None:
+    r = _receipt(
+        uncredited={"billing.invoice_total": "fixture equality only (R5)"},
+        flake_observations=[{"flake_id": "FLK-1", "test_id": "t::x"}],
+    )
+    text = render_summary(r, ())
+    assert "uncredited billing.invoice_total: fixture equality only (R5)" in text
+    assert "flake      FLK-1 on t::x (never credit)" in text
 
 
 def test_lanes_always_have_local_and_remote() -> None:

@@ -1,0 +1,118 @@
+"""Flake observations (DESIGN §6 steps 9-10): when a pre-listed flake may excuse a failing property.
+
+A failing property is a flake observation only when all of these hold:
+
+* the flake is in the base ledger and unexpired at the review clock;
+* the flake lists the property's test id, or the property's test cites the flake id;
+* the property covers **no changed symbol** (a flake never excuses a defect in the code the patch
+  changed: the patch could make that code raise the flake's signature);
+* **every** failing run of the property failed with ``fail`` or ``error`` whose normalized failure
+  contains the flake's signature (``exceeded_bound`` is never a flake, and one matching run does not
+  excuse another run that failed for a different reason).
+
+A property that *cites* a valid flake and fails without matching it is a mismatched freeze (R4).
+An observation is never credit. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from client.verdict.admission import covering
+from client.verdict.stability import Stability
+from patchgate.pins import Flake, PropertyPin
+from patchgate.results import RunOutcome, normalize_failure
+
+__all__ = ["FLAKE_OUTCOMES", "FlakeObservation", "FlakeReport", "observe_flakes"]
+
+FLAKE_OUTCOMES = ("fail", "error")  # exceeded_bound is never a flake
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlakeObservation:
+    """A failing test on a valid baseline freeze whose observed failure matches its signature."""
+
+    property_id: str
+    test_id: str
+    flake_id: str
+    signature: str
+    observed: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry of the receipt's ``flake_observations``."""
+        return {
+            "property_id": self.property_id,
+            "test_id": self.test_id,
+            "flake_id": self.flake_id,
+            "signature": self.signature,
+            "observed": self.observed,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlakeReport:
+    """Observations, R4 mismatch problems, and notes on flakes that were refused as excuses."""
+
+    observations: tuple[FlakeObservation, ...] = ()
+    problems: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+
+
+def _matches(flake: Flake, failures: Sequence[RunOutcome]) -> bool:
+    """Every failing run is a fail/error whose normalized failure holds the flake's signature."""
+    wanted = normalize_failure(flake.signature)
+    return bool(wanted) and all(
+        r.outcome in FLAKE_OUTCOMES and wanted in normalize_failure(r.failure_signature)
+        for r in failures
+    )
+
+
+def observe_flakes(
+    *,
+    suite: Sequence[PropertyPin],
+    local: Mapping[str, Stability],
+    citations: Mapping[str, Sequence[str]],
+    flakes: Sequence[Flake],
+    clock: dt.datetime,
+    changed_symbols: Sequence[str],
+) -> FlakeReport:
+    """Which failing suite properties are flake observations (see the module docstring)."""
+    observations: list[FlakeObservation] = []
+    problems: list[str] = []
+    refused: list[str] = []
+    for prop in suite:
+        stab = local.get(prop.id)
+        failures = [r for r in (stab.runs if stab else ()) if r is not None and r.outcome != "pass"]
+        test_id = prop.command[-1]
+        cited = set(citations.get(prop.id, ()))
+        relevant = [
+            f for f in flakes if f.valid_at(clock) and (test_id in f.tests or f.id in cited)
+        ]
+        if not relevant or not failures:
+            continue
+        flake = next((f for f in relevant if _matches(f, failures)), None)
+        hit = covering(prop, changed_symbols)
+        if flake is not None and hit:
+            refused.append(
+                f"flake {flake.id} cannot excuse {prop.id}: it covers changed {', '.join(hit)}"
+            )
+        elif flake is not None:
+            observations.append(
+                FlakeObservation(
+                    property_id=prop.id,
+                    test_id=test_id,
+                    flake_id=flake.id,
+                    signature=flake.signature,
+                    observed=failures[0].failure_signature,
+                )
+            )
+        elif cited:
+            problems.append(
+                f"{prop.id} failed, but not with the signature of {', '.join(sorted(cited))}"
+            )
+    return FlakeReport(
+        observations=tuple(observations), problems=tuple(problems), refused=tuple(refused)
+    )

@@ -1,0 +1,114 @@
+"""When a pre-listed flake may excuse a failing property (client.verdict.flakes; issue 13)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from client.verdict.flakes import observe_flakes
+from client.verdict.stability import Stability, assess
+from patchgate.pins import Flake, PropertyPin
+from tests.unit._gate_helpers import prop, run
+
+CLOCK = dt.datetime(2026, 9, 10, tzinfo=dt.UTC)
+TEST_ID = "tests/test_w.py::test_drain"
+FLK = Flake(
+    id="FLK-1",
+    signature="TimeoutError: worker",
+    opened_on=dt.date(2026, 9, 1),
+    expires_on=dt.date(2026, 10, 1),
+    tests=(TEST_ID,),
+)
+
+
+def _prop(covers: tuple[str, ...] = ("m.other",)) -> PropertyPin:
+    """A property whose test is the flake's listed test."""
+    p = prop("p.w", covers)
+    return dataclasses.replace(p, command=(*p.command[:-1], TEST_ID))
+
+
+def _stab(*outcomes: tuple[str, str]) -> dict[str, Stability]:
+    return {"p.w": assess("p.w", [run("p.w", i, o, f) for i, (o, f) in enumerate(outcomes, 1)])}
+
+
+def _observe(p: PropertyPin, local: dict[str, Stability], **kw: object):  # type: ignore[no-untyped-def]
+    args: dict[str, object] = {
+        "suite": (p,),
+        "local": local,
+        "citations": {},
+        "flakes": (FLK,),
+        "clock": CLOCK,
+        "changed_symbols": ("m.f",),
+    }
+    args.update(kw)
+    return observe_flakes(**args)  # type: ignore[arg-type]
+
+
+def test_matching_failure_of_a_property_covering_no_changed_symbol_is_an_observation() -> None:
+    report = _observe(_prop(), _stab(("pass", ""), ("fail", "TimeoutError: worker at 0x1f")))
+    assert [(o.flake_id, o.test_id, o.property_id) for o in report.observations] == [
+        ("FLK-1", TEST_ID, "p.w")
+    ]
+    assert report.observations[0].signature == "TimeoutError: worker"
+    assert set(report.observations[0].to_json()) == {
+        "property_id", "test_id", "flake_id", "signature", "observed"
+    }  # fmt: skip
+    assert report.problems == report.refused == ()
+
+
+def test_a_flake_never_excuses_a_property_that_covers_a_changed_symbol() -> None:
+    """Issue 13: a patch that makes a covered function raise the flake's signature."""
+    failing = ("fail", "TimeoutError: worker")
+    report = _observe(_prop(("m.f",)), _stab(failing, failing))
+    assert report.observations == ()
+    assert "cannot excuse p.w" in report.refused[0]
+    assert "m.f" in report.refused[0]
+
+
+def test_a_module_cover_of_the_changed_symbol_is_also_refused() -> None:
+    failing = ("error", "TimeoutError: worker")
+    report = _observe(_prop(("m",)), _stab(failing, failing), changed_symbols=("module:m",))
+    assert report.observations == ()
+
+
+def test_exceeded_bound_is_never_a_flake() -> None:
+    bound = ("exceeded_bound", "TimeoutError: worker")  # even if the text happened to match
+    assert _observe(_prop(), _stab(("pass", ""), bound)).observations == ()
+    assert _observe(_prop(), _stab(bound, bound)).observations == ()
+
+
+def test_one_matching_run_does_not_excuse_another_that_failed_otherwise() -> None:
+    report = _observe(
+        _prop(), _stab(("fail", "TimeoutError: worker"), ("fail", "AssertionError: 1 != 2"))
+    )
+    assert report.observations == ()
+
+
+def test_an_empty_signature_matches_nothing() -> None:
+    blank = dataclasses.replace(FLK, signature="   ")
+    report = _observe(_prop(), _stab(("pass", ""), ("fail", "anything")), flakes=(blank,))
+    assert report.observations == ()
+
+
+def test_cited_flake_with_a_different_failure_is_an_r4_mismatch() -> None:
+    p = prop("p.w", ("m.x",))
+    local = {"p.w": assess("p.w", [run("p.w", 1, "fail", "AssertionError"), run("p.w", 2, "pass")])}
+    report = _observe(p, local, citations={"p.w": ["FLK-1"]})
+    assert report.observations == ()
+    assert "FLK-1" in report.problems[0]
+
+
+def test_expired_flake_is_never_observed() -> None:
+    local = _stab(("fail", "TimeoutError: worker"), ("pass", ""))
+    report = _observe(
+        _prop(), local, citations={"p.w": ["FLK-1"]}, clock=dt.datetime(2027, 1, 1, tzinfo=dt.UTC)
+    )
+    assert report.observations == ()
+
+
+def test_a_flake_not_listing_the_test_and_not_cited_is_not_relevant() -> None:
+    p = prop("p.w", ("m.x",))
+    local = {
+        "p.w": assess("p.w", [run("p.w", 1, "fail", "TimeoutError: worker"), run("p.w", 2, "pass")])
+    }
+    assert _observe(p, local).observations == ()
