@@ -41,6 +41,7 @@ class FakeRun:
     oom: bool = False
     fail_on: str = ""  # "create" / "start" / "wait"
     fail_kind: str = "internal"
+    killed_externally: bool = False  # someone ran ``docker kill`` on it: exit 137, kill logged
 
 
 @dataclass
@@ -115,10 +116,13 @@ class FakeRuntime:
         if run.hang and cid not in self.killed:
             time.sleep(min(timeout_s, 0.02))
             return None
-        return 137 if cid in self.killed or run.oom else run.exit_code
+        return 137 if cid in self.killed or run.oom or run.killed_externally else run.exit_code
 
     def oom_killed(self, cid: str) -> bool:
         return self._runs[cid].oom
+
+    def kill_requested(self, cid: str) -> bool:
+        return cid in self.killed or self._runs[cid].killed_externally
 
     def kill(self, cid: str) -> None:
         self.killed.append(cid)

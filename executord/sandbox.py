@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import structlog
@@ -140,6 +141,10 @@ class ContainerRuntime(Protocol):
     def oom_killed(self, cid: str) -> bool:
         """True when the engine records the container as OOM-killed."""
 
+    def kill_requested(self, cid: str) -> bool:
+        """True when the engine recorded a kill of the container through its API (``docker
+        kill``, ``docker stop``, ``docker rm -f``): a death the code under test cannot fake."""
+
     def kill(self, cid: str) -> None:
         """SIGKILL the container (no error when it already stopped)."""
 
@@ -181,6 +186,9 @@ def run_container(
                 break
         t2 = time.monotonic()
         oom = False if timed_out else runtime.oom_killed(cid)
+        if not timed_out and not oom and runtime.kill_requested(cid):
+            # Not our kill (we kill only at the clock bound or on cancel): someone else's.
+            raise SandboxError("killed_externally", f"container killed from outside (exit {code})")
         return ContainerExit(
             exit_code=code,
             oom_killed=oom,
@@ -212,12 +220,16 @@ class DockerRuntime:
             raise SandboxError("unavailable", f"docker engine: {exc}") from exc
         self._docker = docker
 
-    def _convert(self, exc: Exception, what: str, *, start: bool = False) -> SandboxError:
+    def _convert(
+        self, exc: Exception, what: str, *, start: bool = False, container: bool = False
+    ) -> SandboxError:
         import requests  # noqa: PLC0415
 
         errors = self._docker.errors
         if isinstance(exc, errors.ImageNotFound):
             return SandboxError("image_missing", f"{what}: {exc.explanation or exc}")
+        if container and isinstance(exc, errors.NotFound):
+            return SandboxError("killed_externally", f"{what}: the container was removed")
         if isinstance(
             exc, requests.exceptions.ConnectionError | errors.DockerException
         ) and not isinstance(exc, errors.APIError):
@@ -302,7 +314,7 @@ class DockerRuntime:
         try:
             self._api.start(cid)
         except Exception as exc:
-            raise self._convert(exc, "start container", start=True) from exc
+            raise self._convert(exc, "start container", start=True, container=True) from exc
 
     def wait(self, cid: str, timeout_s: float) -> int | None:
         import requests  # noqa: PLC0415
@@ -317,15 +329,34 @@ class DockerRuntime:
                 return None
             raise self._convert(exc, "wait") from exc
         except Exception as exc:
-            raise self._convert(exc, "wait") from exc
+            raise self._convert(exc, "wait", container=True) from exc
         return int(result.get("StatusCode", -1))
 
     def oom_killed(self, cid: str) -> bool:
         try:
             state = self._api.inspect_container(cid)["State"]
         except Exception as exc:
-            raise self._convert(exc, "inspect container") from exc
+            raise self._convert(exc, "inspect container", container=True) from exc
         return bool(state.get("OOMKilled"))
+
+    def kill_requested(self, cid: str) -> bool:
+        # The engine logs "kill" while it holds the container's lock, and stamps FinishedAt only
+        # after taking that lock, so a kill of this run lies in [Created, FinishedAt].
+        try:
+            info = self._api.inspect_container(cid)
+            since = _engine_time(info["Created"])
+            until = _engine_time(info["State"]["FinishedAt"])
+            stream = self._api.events(
+                since=since, until=until, filters={"container": cid, "event": "kill"}, decode=True
+            )
+            try:
+                return any(True for _ in stream)
+            finally:
+                stream.close()
+        except SandboxError:
+            raise
+        except Exception as exc:
+            raise self._convert(exc, "container events", container=True) from exc
 
     def kill(self, cid: str) -> None:
         try:
@@ -349,6 +380,19 @@ class DockerRuntime:
         except Exception as exc:
             raise self._convert(exc, "list containers") from exc
         return [str(c["Id"]) for c in found]
+
+
+def _engine_time(stamp: str) -> str:
+    """The engine's RFC 3339 UTC time (``2026-12-01T09:12:25.120404175Z``) as the
+    ``seconds.nanoseconds`` its events API takes, without a float's rounding."""
+    whole, _, frac = stamp.removesuffix("Z").partition(".")
+    try:
+        when = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:
+        raise SandboxError("internal", f"engine time not understood: {stamp[:40]!r}") from None
+    if when.year < 2000 or (frac and not frac.isdigit()):
+        raise SandboxError("internal", f"engine time not usable: {stamp[:40]!r}")
+    return f"{int(when.timestamp())}.{frac[:9].ljust(9, '0')}"
 
 
 def sweep(runtime: ContainerRuntime, label: str, value: str) -> int:

@@ -150,3 +150,38 @@ def test_engine_stopped_mid_check_is_unavailable_not_fail(
         assert daemon.proc.poll() is None, "the executor must survive its engine"
     finally:
         daemon.stop()
+
+
+def test_sandbox_killed_from_outside_is_unavailable_not_property_miss(
+    signer_daemon: SignerDaemon, docker_engine: None, operator_key, tmp_path: Path
+) -> None:
+    """``docker kill`` of the property's sandboxes mid-check (issue 12): exit 4, `unavailable`,
+    transport `killed_externally`, no property ledger; never `reject_property_miss`."""
+    repo = _slow_repo(tmp_path)
+    daemon = start_executor(tmp_path, operator_key.keyring_path)
+    gate = Gate(signer_daemon.address, daemon.address, operator_key.keyring_path, tmp_path)
+
+    def running() -> list[str]:
+        return subprocess.run(
+            ["docker", "ps", "-q", "--filter", f"label={LABEL}={daemon.instance}",
+             "--filter", "status=running"],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+
+    def kill_sandboxes() -> None:
+        killed: set[str] = set()  # both runs, and again every run the gate re-runs on transport
+        while wait_for(lambda: bool(set(running()) - killed), timeout=20.0 if killed else 60.0):
+            for cid in set(running()) - killed:
+                subprocess.run(["docker", "kill", cid], capture_output=True, check=True)
+                killed.add(cid)
+
+    try:
+        run = _check_while(gate, repo, kill_sandboxes)
+    finally:
+        daemon.stop()
+    r = run.receipt
+    assert "reject_property_miss" not in run.stdout
+    assert run.code == 4, run.stdout + run.stderr
+    assert (r["posture"], r["admit"]) == ("unavailable", False)
+    assert "killed_externally" in {t["kind"] for t in r["transport"]}
+    assert "property_ledger.json" not in run.files()
