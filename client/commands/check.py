@@ -52,7 +52,8 @@ _EPILOG = """\
 exit codes: 0 admitted · 1 rejected · 2 refused to score (fixture digest) · 3 fixture drift ·
             4 transport/infrastructure failure, nothing scored · 64 usage (unknown --base too) ·
             78 invalid pins or [tool.patchgate] in the base (every problem, one line each)
-rejection codes, postures and what to do next: docs/reference/codes.md
+what each rejection code (R1-R9), admission decision and posture means, and what to do next:
+  docs/reference/codes.md (every command's exit codes: docs/reference/exit-codes.md)
 """
 
 

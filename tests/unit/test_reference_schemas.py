@@ -410,3 +410,49 @@ def test_digest_page_canonical_bytes_hash_to_the_vector() -> None:
     )
     assert block == canonical_bytes(manifest)
     assert hashlib.sha256(block).hexdigest() == printed == VECTOR
+
+
+# --- links and pointers -------------------------------------------------------------------------
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor: lowercase, punctuation dropped, a hyphen for each space."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = page.read_text(encoding="utf-8")
+    return {_slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+_PAGES = sorted([*REFERENCE.glob("*.md"), ROOT / "docs" / "architecture.md", ROOT / "README.md"])
+
+
+@pytest.mark.parametrize("page", _PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(page: Path) -> None:
+    """Every relative link of the reference pages, architecture.md and the README names a file
+    (or folder) that exists, and every #anchor a heading of that file."""
+    broken = []
+    for target in _LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target):
+            continue  # an absolute URL
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        missing = not dest.exists()
+        if missing or (anchor and (dest.is_dir() or anchor not in _anchors(dest))):
+            broken.append(target)
+    assert broken == []
+
+
+def test_check_help_points_to_codes_page() -> None:
+    """``patchgate check --help`` ends with a pointer to docs/reference/codes.md, which exists."""
+    from client.cli import build_parser  # noqa: PLC0415 - only this test needs the CLI
+
+    parser = build_parser("client.commands.check")
+    sub = next(a for a in parser._actions if a.dest == "command")
+    help_text = sub.choices["check"].format_help()  # type: ignore[attr-defined]
+    tail = help_text.rstrip("\n").splitlines()[-2:]
+    assert any("docs/reference/codes.md" in line for line in tail)
+    assert (REFERENCE / "codes.md").exists()
