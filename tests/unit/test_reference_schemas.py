@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from client.verdict.receipt import build_receipt, receipt_problems
 from patchgate.digest import FileEntry, Manifest, canonical_bytes
 from patchgate.errors import PinError
 from patchgate.ledgers import Receipt
@@ -347,13 +348,16 @@ def test_receipt_schema_names_every_receipt_field() -> None:
     assert names - set(schema["properties"]) == set()
 
 
-def test_receipt_the_gate_writes_validates_when_it_says_v2() -> None:
-    """A Receipt record that says v2 serializes to what the schema accepts."""
-    if Receipt().schema != "patchgate/receipt/v2":
-        pytest.skip("patchgate.ledgers.Receipt does not write v2 yet")
-    receipt = Receipt.from_json(_receipt_example())
+def test_receipt_the_gate_builds_from_the_example_validates_and_is_consistent() -> None:
+    """build_receipt on the page's example gives a v2 receipt the schema accepts, and the example
+    agrees with itself by the gate's own rules (credits, coverage, codes, admit)."""
+    example = _receipt_example()
+    fields_in = {k: v for k, v in example.items() if k not in ("schema", "recorded_at")}
+    receipt = build_receipt(**fields_in)
+    assert receipt.schema == example["schema"] == "patchgate/receipt/v2"
     errors = [e.message for e in VALIDATORS["receipt"].iter_errors(receipt.to_json())]
     assert errors == []
+    assert receipt_problems(Receipt.from_json(example)) == []
 
 
 RECEIPT_BROKEN = [
