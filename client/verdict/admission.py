@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from patchgate.ledgers import Admission
 from patchgate.pins import PropertyPin
+from patchgate.symbols import covers
 
 __all__ = [
     "DECISIONS",
@@ -36,22 +37,21 @@ TAUTOLOGY = "tautology"
 
 
 def covers_symbol(cover: str, symbol: str) -> bool:
-    """Whether a ``covers`` entry of a property pin names ``symbol``.
+    """Whether a ``covers`` entry of a property pin names ``symbol`` (exact, DESIGN's rule).
 
     ``billing.prorate`` covers itself and everything defined inside it
-    (``billing.prorate.<locals>.f``);
-    ``billing.Line`` covers its methods; a module name ``billing.orders`` covers its module-level
-    code ``module:billing.orders`` and every symbol defined in it.
+    (``billing.prorate.<locals>.f``); ``billing.Line`` covers its methods; a module name
+    ``billing.orders`` covers its module-level code ``module:billing.orders`` and every symbol
+    defined in that file, never a symbol of another module or a sub-package (``billing`` does not
+    cover ``billing.orders.load_orders``). The module of a symbol comes from the gate's
+    :class:`patchgate.symbols.Symbol`; a plain name is covered only by an entry equal to it.
     """
-    if symbol.startswith("module:"):
-        module = symbol[len("module:") :]
-        return cover in (symbol, module) or module.startswith(cover + ".")
-    return symbol == cover or symbol.startswith(cover + ".")
+    return covers(cover, symbol)
 
 
 def covering(prop: PropertyPin, symbols: Iterable[str]) -> tuple[str, ...]:
     """The symbols among ``symbols`` that ``prop`` covers."""
-    return tuple(s for s in symbols if any(covers_symbol(c, s) for c in prop.covers))
+    return tuple(s for s in symbols if any(covers(c, s) for c in prop.covers))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +64,7 @@ class AdmissionDecision:
     suite: tuple[str, ...] = ()
     skipped: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    unknown_covers: tuple[str, ...] = ()
 
     @property
     def admitted(self) -> bool:
@@ -78,6 +79,7 @@ class AdmissionDecision:
             reasons=[*self.reasons, *(f"note: {n}" for n in self.notes)],
             suite=list(self.suite),
             skipped=[{"property_id": p, "reason": r} for p, r in self.skipped],
+            unknown_covers=list(self.unknown_covers),
         )
 
 
@@ -117,11 +119,15 @@ def decide(
     assertion_classes: Mapping[str, str],
     changed_symbols: Sequence[str],
     notes: Sequence[str] = (),
+    unknown_covers: Sequence[str] = (),
 ) -> AdmissionDecision:
     """Apply the matrix.
 
     ``signature_problem`` is None only for an envelope verified by an operator key. A property whose
     assertion class is unknown counts as ``opaque`` (it runs; it never earns credit).
+    ``unknown_covers`` (``property id: entry`` naming no symbol of the base tree) are listed in
+    the record whatever the decision; such an entry covers nothing that exists, so it credits
+    nothing.
     """
     suite, skipped, class_problems = _suite(properties, assertion_classes, changed_symbols)
 
@@ -133,6 +139,7 @@ def decide(
             suite=suite,
             skipped=skipped,
             notes=tuple(notes),
+            unknown_covers=tuple(unknown_covers),
         )
 
     if provenance_problems:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from client.verdict.admission import covers_symbol, decide
+from client.verdict.admission import covering, covers_symbol, decide
+from patchgate.symbols import Symbol
 from tests.unit._gate_helpers import prop
 
 PRORATE = prop("p.prorate", ("billing.prorate",))
@@ -83,9 +84,51 @@ def test_record_carries_decision_row_and_skipped() -> None:
     assert rec["skipped"] == [{"property_id": "p.slow", "reason": rec["skipped"][0]["reason"]}]
 
 
+def S(module: str, qualname: str = "") -> Symbol:
+    return Symbol.make(module, qualname)
+
+
 def test_covers_matches_nested_methods_and_module_code_but_not_prefix_names() -> None:
-    assert covers_symbol("billing.Line", "billing.Line.net")
-    assert covers_symbol("billing.prorate", "billing.prorate.<locals>.clamp")
-    assert covers_symbol("billing.orders", "module:billing.orders")
-    assert not covers_symbol("billing.prorate", "billing.prorate_all")
-    assert not covers_symbol("billing.orders.load_orders", "module:billing.orders")
+    assert covers_symbol("billing.Line", S("billing", "Line.net"))
+    assert covers_symbol("billing.prorate", S("billing", "prorate.<locals>.clamp"))
+    assert covers_symbol("billing.orders", S("billing.orders"))
+    assert covers_symbol("billing.orders", S("billing.orders", "load_orders"))
+    assert not covers_symbol("billing.prorate", S("billing", "prorate_all"))
+    assert not covers_symbol("billing.orders.load_orders", S("billing.orders"))
+
+
+def test_a_package_entry_never_covers_a_sub_module() -> None:
+    """Issue 13: ``covers: ["pkg"]`` credited a change in ``pkg/sub.py``."""
+    assert not covers_symbol("pkg", S("pkg.sub", "f"))
+    assert not covers_symbol("pkg", S("pkg.sub"))
+    assert not covers_symbol("pkg", S("pkg.sub.deeper", "C.m"))
+    assert covers_symbol("pkg", S("pkg", "f"))
+
+
+def test_a_symbol_entry_never_reaches_into_another_module_of_the_same_name() -> None:
+    """``pkg.sub`` as a class of ``pkg/__init__.py`` is not the module ``pkg/sub.py``."""
+    assert covers_symbol("pkg.sub", S("pkg", "sub.f"))
+    assert not covers_symbol("pkg.sub", S("pkg", "subway"))
+    assert covers_symbol("pkg.sub", S("pkg.sub", "f"))
+    assert not covers_symbol("pkg.sub.f", S("pkg", "sub"))
+
+
+def test_a_plain_name_is_covered_only_by_an_equal_entry() -> None:
+    """Without its module a name is ambiguous: fail closed, never a prefix."""
+    assert covers_symbol("billing.prorate", "billing.prorate")
+    assert not covers_symbol("billing", "billing.prorate")
+    assert not covers_symbol("billing.Line", "billing.Line.net")
+    assert covers_symbol("billing", "module:billing")
+    assert not covers_symbol("bill", "module:billing")
+
+
+def test_covering_keeps_the_gate_symbols() -> None:
+    pin = prop("p", ("pkg",))
+    assert covering(pin, [S("pkg", "f"), S("pkg.sub", "g"), S("pkg")]) == ("pkg.f", "module:pkg")
+
+
+def test_unknown_covers_are_listed_in_the_record_whatever_the_decision() -> None:
+    for extra in ({}, {"signature_problem": "absent"}):
+        rec = _decide(unknown_covers=("p.total: billing.nope",), **extra).to_record().to_json()
+        assert rec["unknown_covers"] == ["p.total: billing.nope"]
+    assert _decide().to_record().to_json()["unknown_covers"] == []

@@ -1,0 +1,62 @@
+"""A changed symbol's name and the module it lives in; what a ``covers`` entry names (exact).
+
+A symbol is ``<module>.<qualname>`` (``textkit.core.slugify``, ``billing.Line.net``,
+``pkg.mod.outer.<locals>.inner``) or ``module:<module>`` for a module's own statements. The
+string alone is ambiguous (``pkg.sub.f`` may be function ``f`` of module ``pkg.sub`` or method
+``f`` of class ``sub`` in ``pkg``), so the gate's symbols are :class:`Symbol` values: plain
+strings everywhere (receipts, ledgers, sorting, JSON) that also carry their ``module``.
+
+``covers`` is exact (see ``docs/gate-analysis.md``): ``pkg.mod.func`` covers that function and
+its nested definitions, ``pkg.mod.Class`` the class and its methods, ``pkg.mod`` the module-level
+code and every symbol defined in that file, never another module or a sub-package. A plain string
+whose module is unknown is covered only by an entry that names it exactly (fail closed).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MODULE_PREFIX", "Symbol", "covers", "module_of"]
+
+MODULE_PREFIX = "module:"
+
+
+class Symbol(str):
+    """A symbol name that knows its module (``Symbol.make("pkg.mod", "f") == "pkg.mod.f"``)."""
+
+    module: str
+
+    def __new__(cls, text: str, module: str) -> Symbol:
+        self = super().__new__(cls, text)
+        self.module = module
+        return self
+
+    @classmethod
+    def make(cls, module: str, qualname: str) -> Symbol:
+        """``module.qualname``; an empty qualname is the module's own code ``module:<module>``."""
+        text = f"{MODULE_PREFIX}{module}" if not qualname else f"{module}.{qualname}"
+        return cls(text, module)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Symbol, (str(self), self.module))
+
+
+def module_of(symbol: str) -> str | None:
+    """The module of ``symbol`` when it is known: a :class:`Symbol`, or a ``module:`` name."""
+    if isinstance(symbol, Symbol):
+        return symbol.module
+    if symbol.startswith(MODULE_PREFIX):
+        return symbol[len(MODULE_PREFIX) :]
+    return None
+
+
+def covers(cover: str, symbol: str) -> bool:
+    """Whether the ``covers`` entry ``cover`` names ``symbol`` (exact; see the module docstring)."""
+    module = module_of(symbol)
+    if module is None:
+        return cover == symbol
+    if cover == module:
+        return True  # a module entry: its own code and every symbol defined in that file
+    if symbol.startswith(MODULE_PREFIX) or not cover.startswith(module + "."):
+        return False
+    qualname = symbol[len(module) + 1 :]
+    wanted = cover[len(module) + 1 :]
+    return qualname == wanted or qualname.startswith(wanted + ".")
