@@ -1,16 +1,27 @@
 """Parsing unified diffs (git-style and plain) into file patches.
 
-The gate never applies a patch with this module; it only needs to know *which* files a patch
-touches, how (added, deleted, modified, renamed) and whether the patch is well formed. Anything
-that is not a well-formed diff raises :class:`PatchParseError` (a ``PatchgateError``), never a
-bare exception: an unparsable patch is a provenance refusal (DESIGN §6 step 1).
+The gate never applies a patch with this module, and what a patch touched is read from the trees
+``git apply -p1`` produced (:mod:`client.analysis.treediff`), never from here. This parser says
+only what the trees cannot: whether the bytes are a well-formed diff at all (anything else raises
+:class:`PatchParseError`, a ``PatchgateError``, never a bare exception: an unparsable patch is a
+provenance refusal) and which file patch renamed or copied what. It reads names exactly as
+``git apply -p1`` does, and a unit test holds that both agree on every patch of the attack corpus
+(``tests/attacks/``).
 
 Rules (documented in ``docs/gate-analysis.md``):
 
 * Lines before the first file header and between file patches are ignored, as ``git apply`` does
   (mail preambles, ``-- `` signatures), but a data set with no file patch at all is junk.
-* Paths lose one leading component (``a/``, ``b/``), like ``git apply``'s default ``-p1``; every
-  path must then be a safe relative POSIX path (``patchgate.digest.validate_path``).
+* Paths lose one leading component (``a/``, ``b/``), like ``git apply -p1``; a name with no
+  component to lose is refused, as git refuses it; every path must then be a safe relative POSIX
+  path (``patchgate.digest.validate_path``).
+* A ``---``/``+++`` name ends at a tab, or before a trailing timestamp (``2026-01-01 10:00:00``,
+  fraction and zone optional) after a tab or spaces, as git reads it. In a plain patch, the
+  ``---`` name wins when it is a proper prefix of the ``+++`` name (``x.py`` / ``x.py.orig``), the
+  ``+++`` name otherwise; an epoch timestamp (GNU diff's mark) on one side makes the file added
+  or deleted.
+* After ``GIT binary patch`` come one or two ``literal``/``delta`` blocks, each ending at an empty
+  line; parsing goes on right after them (a plain file patch may follow without a header).
 * A hunk's line counts must match its header exactly; hunks of one file must not overlap.
 * A copy (``copy from``/``copy to``) is reported as an added file: the source is untouched.
 """
@@ -35,6 +46,11 @@ __all__ = [
 
 STATUSES = ("added", "deleted", "modified", "renamed")
 
+_TIMESTAMP = re.compile(
+    r"[ \t]+(\d{4})-(\d{2})-(\d{2})[ \t]+(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?"
+    r"(?:[ \t]*([+-])(\d{2}):?(\d{2}))?[ \t]*$"
+)
+_BINARY_BLOCK = re.compile(r"^(?:literal|delta) \d+$")
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(?:[ \r].*)?$")
 _DEV_NULL = "/dev/null"
 _GIT_META_PREFIXES = (
@@ -145,9 +161,14 @@ class _Parser:
             if prefix is not None:
                 meta[prefix.strip()] = line[len(prefix) :]
                 self._pos += 1
-            elif line.startswith("Binary files ") or line == "GIT binary patch":
+            elif line.startswith("Binary files "):
                 is_binary = True
-                self._skip_until_next_header()
+                self._pos += 1
+                break
+            elif line == "GIT binary patch":
+                is_binary = True
+                self._pos += 1
+                self._binary_blocks(header)
                 break
             elif line.startswith("--- "):
                 nxt = self._at(1)
@@ -164,26 +185,40 @@ class _Parser:
             raise PatchParseError(f"file patch with no hunks and no metadata: {header!r}")
         return _checked(FilePatch(old_path, new_path, status, hunks, is_binary))
 
-    def _skip_until_next_header(self) -> None:
-        while (line := self._peek()) is not None and not line.startswith("diff --git "):
+    def _binary_blocks(self, header: str) -> None:
+        """The forward and optional reverse ``literal``/``delta`` blocks of a binary patch."""
+        for index in range(2):
+            line = self._peek()
+            if line is None or not _BINARY_BLOCK.match(line):
+                if index == 0:
+                    raise PatchParseError(f"GIT binary patch without a literal/delta in {header!r}")
+                return
             self._pos += 1
+            while (line := self._peek()) is not None and line.rstrip("\r") != "":
+                self._pos += 1
+            if line is None:
+                raise PatchParseError(f"binary patch data without an end in {header!r}")
+            self._pos += 1  # the empty line that ends the block
 
     # -- plain unified -----------------------------------------------------------------------
 
     def _plain_patch(self) -> FilePatch:
-        old_name = _header_name(self._lines[self._pos][4:])
-        new_name = _header_name(self._lines[self._pos + 1][4:])
+        old_field, new_field = self._lines[self._pos][4:], self._lines[self._pos + 1][4:]
+        old_name, new_name = _header_name(old_field), _header_name(new_field)
         self._pos += 2
         hunks = self._hunks()
         if not hunks:
             raise PatchParseError(f"no hunks for {new_name!r}")
         if old_name == _DEV_NULL and new_name == _DEV_NULL:
             raise PatchParseError("both sides of a file patch are /dev/null")
-        if old_name == _DEV_NULL:
+        if old_name == _DEV_NULL or (new_name != _DEV_NULL and _is_epoch(old_field)):
             return _checked(FilePatch(None, _strip(new_name), "added", hunks, False))
-        if new_name == _DEV_NULL:
+        if new_name == _DEV_NULL or _is_epoch(new_field):
             return _checked(FilePatch(_strip(old_name), None, "deleted", hunks, False))
-        path = _strip(new_name)
+        # git prefers the shorter name when the other is it with something tacked on (x.orig)
+        old_path, new_path = _strip(old_name), _strip(new_name)
+        shorter = len(old_path) < len(new_path) and new_path.startswith(old_path)
+        path = old_path if shorter else new_path
         return _checked(FilePatch(path, path, "modified", hunks, False))
 
     # -- hunks -------------------------------------------------------------------------------
@@ -326,19 +361,42 @@ def _unquote(name: str) -> str:
 
 
 def _header_name(field: str) -> str:
-    """The file name of a ``---``/``+++`` line: unquoted, without a tab-separated timestamp."""
-    field = field.rstrip("\r")
+    """The file name of a ``---``/``+++`` line, as git reads it: unquoted, without a timestamp
+    (after a tab or spaces), else up to the first tab."""
+    field = field.rstrip("\r\n")
     if field.startswith('"'):
         name, _ = _split_quoted(field)
         return name
-    return field.split("\t", 1)[0].rstrip()
+    stamp = _TIMESTAMP.search(field)
+    if stamp is not None:
+        return field[: stamp.start()]
+    return field.split("\t", 1)[0]
+
+
+def _is_epoch(field: str) -> bool:
+    """Whether a ``---``/``+++`` field ends in the epoch (GNU diff: created or deleted file)."""
+    stamp = _TIMESTAMP.search(field.rstrip("\r\n"))
+    if stamp is None:
+        return False
+    year, month, day, hour, minute, second, sign, tz_h, tz_m = stamp.groups()
+    offset = 0 if sign is None else (1 if sign == "+" else -1) * (int(tz_h) * 60 + int(tz_m))
+    minutes = int(hour) * 60 + int(minute) - offset
+    day_shift = (int(year), int(month), int(day))
+    return int(second) == 0 and (
+        (day_shift == (1970, 1, 1) and minutes == 0)
+        or (day_shift == (1969, 12, 31) and minutes == 24 * 60)
+    )
 
 
 def _strip(name: str) -> str:
-    """Drop one leading path component (``-p1``) when there is one; keep /dev/null."""
+    """Drop one leading path component (``-p1``); keep /dev/null. A name with no component to
+    drop (a bare ``NOTES``) is refused, as ``git apply -p1`` refuses it."""
     if name == _DEV_NULL:
         return name
-    return name.split("/", 1)[1] if "/" in name else name
+    head, sep, rest = name.partition("/")
+    if not sep or not head or not rest:
+        raise PatchParseError(f"name {name!r} has no leading directory to strip (-p1)")
+    return rest
 
 
 def _checked(patch: FilePatch) -> FilePatch:

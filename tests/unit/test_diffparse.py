@@ -179,3 +179,60 @@ def test_malformed_patches_raise_patch_parse_error(data: bytes, why: str) -> Non
 
 def test_patch_parse_error_is_a_patchgate_error() -> None:
     assert issubclass(PatchParseError, PatchgateError)
+
+
+# -- issue 13: names read exactly as git apply -p1 reads them ------------------------------------
+
+HUNK = b"@@ -1 +1 @@\n-a\n+b\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "path"),
+    [
+        (b"a/x.py", b"b/x.py.orig", "x.py"),  # git takes the shorter when the other extends it
+        (b"a/x.py.orig", b"b/x.py", "x.py"),
+        (b"a/x.py", b"b/y.py", "y.py"),  # otherwise the +++ name
+        (b"a/x.py 2026-11-30 10:00:00.000000000 +0000", b"b/x.py 2026-11-30 10:05:00", "x.py"),
+        (b"a/x.py\t2026-11-30 10:00:00", b"b/x.py  2026-11-30 10:05:00.5 -0130", "x.py"),
+        (b"a/my file.py", b"b/my file.py", "my file.py"),  # spaces in a name stay
+        (b"a/x.py\tanything", b"b/x.py\tanything", "x.py"),
+    ],
+)
+def test_plain_patch_names_as_git_reads_them(old: bytes, new: bytes, path: str) -> None:
+    (patch,) = parse_unified_diff(b"--- " + old + b"\n+++ " + new + b"\n" + HUNK)
+    assert (patch.old_path, patch.new_path, patch.status) == (path, path, "modified")
+
+
+def test_epoch_timestamp_marks_a_created_or_deleted_file() -> None:
+    created = b"--- a/n.py\t1970-01-01 00:00:00 +0000\n+++ b/n.py\t2026-01-01 00:00:00\n"
+    (patch,) = parse_unified_diff(created + b"@@ -0,0 +1 @@\n+a\n")
+    assert (patch.old_path, patch.new_path, patch.status) == (None, "n.py", "added")
+    deleted = b"--- a/n.py 2026-01-01 00:00:00\n+++ b/n.py 1969-12-31 16:00:00 -0800\n"
+    (patch,) = parse_unified_diff(deleted + b"@@ -1 +0,0 @@\n-a\n")
+    assert (patch.old_path, patch.new_path, patch.status) == ("n.py", None, "deleted")
+
+
+def test_a_bare_name_has_nothing_to_strip_and_is_refused() -> None:
+    """git apply -p1 refuses it too; an unguided git apply would have guessed -p0 from it."""
+    with pytest.raises(PatchParseError, match="-p1"):
+        parse_unified_diff(b"--- /dev/null\n+++ NOTES\n@@ -0,0 +1 @@\n+a\n")
+
+
+def test_a_plain_file_patch_after_a_binary_patch_is_read() -> None:
+    """Issue 13: the parser used to skip to the next ``diff --git`` and never saw it."""
+    data = (
+        b"diff --git a/logo.bin b/logo.bin\nnew file mode 100644\nindex 0000000..1111111\n"
+        b"GIT binary patch\nliteral 3\nKcmZQzWMTjS00RI3\n\nliteral 0\nHcmV?d00001\n\n"
+        b"--- a/properties/test_x.py\n+++ b/properties/test_x.py\n" + HUNK
+    )
+    assert touched_paths(parse_unified_diff(data)) == {"logo.bin", "properties/test_x.py"}
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [b"literal 3\nKcmZQzWMTjS00RI3\n", b"nonsense\n", b""],
+)
+def test_a_binary_patch_without_a_complete_block_is_refused(tail: bytes) -> None:
+    data = b"diff --git a/l.bin b/l.bin\nindex 0000000..1111111\nGIT binary patch\n" + tail
+    with pytest.raises(PatchParseError):
+        parse_unified_diff(data)
