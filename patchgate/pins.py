@@ -114,6 +114,15 @@ class ProjectConfig:
     fixture_root: str = "fixtures"
     oracle_paths: tuple[str, ...] = ("tests/", "properties/", "pins/")
     exclude: tuple[str, ...] = ()
+    #: Where production modules live, ``""`` being the repository root. Empty: not configured,
+    #: which means ``src/`` when the base tree has that directory, else the root.
+    source_roots: tuple[str, ...] = ()
+
+    def roots(self, *, has_src: bool) -> tuple[str, ...]:
+        """The source roots in effect (``has_src``: the base tree has a ``src/`` directory)."""
+        if self.source_roots:
+            return self.source_roots
+        return ("src",) if has_src else ("",)
 
     @property
     def pin_paths(self) -> tuple[str, str, str]:
@@ -138,7 +147,7 @@ def load_config(source: PinSource) -> ProjectConfig:
         if raw is not None:
             table = _toml(raw, source.describe(name)).get("tool", {}).get("patchgate", {})
     where = source.describe(name)
-    known = {"pins_dir", "fixture_root", "oracle_paths", "exclude"}
+    known = {"pins_dir", "fixture_root", "oracle_paths", "exclude", "source_roots"}
     for key in table:
         if key not in known:
             raise PinError(where, f"tool.patchgate.{key}", "unknown setting")
@@ -152,7 +161,20 @@ def load_config(source: PinSource) -> ProjectConfig:
             if not isinstance(val, list) or not all(isinstance(v, str) and v for v in val):
                 raise PinError(where, f"tool.patchgate.{key}", "expected a list of paths")
             kwargs[key] = tuple(val)
+    if "source_roots" in table:
+        kwargs["source_roots"] = _source_roots(table["source_roots"], where)
     return ProjectConfig(**kwargs)
+
+
+def _source_roots(val: object, where: str) -> tuple[str, ...]:
+    """``source_roots``: a non-empty list of safe directory paths; ``"."`` is the repo root."""
+    fieldname = "tool.patchgate.source_roots"
+    if not isinstance(val, list) or not val or not all(isinstance(v, str) and v for v in val):
+        raise PinError(where, fieldname, "expected a non-empty list of directory paths")
+    roots = tuple("" if v.rstrip("/") == "." else _safe_path(v, where, fieldname) for v in val)
+    if len(set(roots)) != len(roots):
+        raise PinError(where, fieldname, "duplicate source root")
+    return roots
 
 
 def _toml(raw: bytes, where: str) -> dict[str, Any]:

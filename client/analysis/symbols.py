@@ -1,8 +1,9 @@
-"""Changed symbols of a patch, from the ASTs of the base and patched files (DESIGN §6 step 2).
+"""Changed symbols of one module, from the ASTs of its base and patched files (DESIGN §6 step 2).
 
 A symbol is a function, method or class named by its qualified name under the file's module
 (``billing.prorate``, ``billing.orders.Order.total``, ``pkg.mod.outer.<locals>.inner``), or
-``module:<module>`` for a module's own statements (everything outside defs and classes).
+``module:<module>`` for a module's own statements (everything outside defs and classes); the
+module is the file's dotted path from its source root (:meth:`client.analysis.roles.Layout.module`).
 
 Each symbol is compared by its *own* normalized AST: ``ast.dump`` without positions (so comments
 and formatting never count, docstrings do), with nested defs and classes left out — they are
@@ -10,71 +11,26 @@ symbols of their own. Decorators belong to the node they decorate, so a symbol's
 its first decorator. A class is changed when its own body statements, bases, keywords or
 decorators change, not when only one of its methods does.
 
-Test and oracle paths, non-``.py`` files and configured exclusions are not production code: they
-are returned in ``excluded_paths`` (the receipt lists them; they are never hidden).
+When the bytes of a module differ but no symbol's AST does (a comment, blank lines, a mode
+change), the change is attributed to the innermost symbols whose lines (decorators included)
+hold the changed lines, else to ``module:<module>``: a changed production file always names at
+least one changed symbol. Unparsable Python on either side fails closed: ``module:<module>``.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-import fnmatch
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+import difflib
+from collections.abc import Iterator, Sequence
 
-from client.analysis.diffparse import FilePatch
+from patchgate.symbols import Symbol
 
-__all__ = ["ChangedSymbols", "changed_symbols", "is_excluded", "module_name", "symbol_table"]
+__all__ = ["compare_module", "defined_names", "symbol_table"]
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 _MODULE_KEY = ""  # the module's own statements in a symbol table
-
-
-@dataclass(frozen=True)
-class ChangedSymbols:
-    """Changed production symbols, the changed paths not scored, and every touched path."""
-
-    symbols: tuple[str, ...]
-    excluded_paths: tuple[str, ...]
-    touched_paths: tuple[str, ...]
-
-
-def module_name(path: str) -> str:
-    """The dotted module of a repo-relative ``.py`` path (``pkg/__init__.py`` → ``pkg``).
-
-    A leading ``src/`` is kept: the module is the file's path from the repository root. A root
-    ``__init__.py`` is the module ``__init__``.
-    """
-    stem = path[:-3] if path.endswith(".py") else path
-    parts = stem.split("/")
-    if len(parts) > 1 and parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def is_excluded(path: str, *, oracle_paths: Sequence[str], exclude: Sequence[str]) -> bool:
-    """Whether a changed path is not production code (non-.py, test, oracle, or excluded)."""
-    if not path.endswith(".py"):
-        return True
-    base = path.rsplit("/", 1)[-1]
-    if base == "conftest.py" or base.startswith("test_") or base.endswith("_test.py"):
-        return True
-    return any(_under(path, prefix) for prefix in oracle_paths) or any(
-        _matches(path, pattern) for pattern in exclude
-    )
-
-
-def _under(path: str, prefix: str) -> bool:
-    root = prefix.rstrip("/")
-    return bool(root) and (path == root or path.startswith(root + "/"))
-
-
-def _matches(path: str, pattern: str) -> bool:
-    """A configured exclusion: a directory prefix (``gen/``), an exact path, or a glob."""
-    if pattern.endswith("/"):
-        return _under(path, pattern)
-    return path == pattern or fnmatch.fnmatchcase(path, pattern) or _under(path, pattern)
 
 
 def symbol_table(source: bytes | None) -> dict[str, tuple[str, ...]] | None:
@@ -143,65 +99,48 @@ def _own_dump(node: _Def | list[ast.stmt]) -> str:
     return ast.dump(clone)
 
 
-def changed_symbols(
-    base_files: Mapping[str, bytes | None],
-    patched_files: Mapping[str, bytes | None],
-    patches: Sequence[FilePatch],
-    *,
-    oracle_paths: Sequence[str],
-    exclude: Sequence[str],
-) -> ChangedSymbols:
-    """The changed production symbols of ``patches`` (see the module docstring for the rules).
+def defined_names(source: bytes | None) -> frozenset[str] | None:
+    """Qualified names defined in ``source`` (``""``: the module's own code); None if unparsable."""
+    table = symbol_table(source)
+    return None if table is None else frozenset(table)
 
-    ``base_files``/``patched_files`` map each touched path to its bytes (``None``: absent). A side
-    whose path is excluded counts as absent, so a file renamed into ``tests/`` removes the symbols
-    of its old module. Unparsable Python on either side fails closed: ``module:<module>``.
+
+def compare_module(module: str, before: bytes | None, after: bytes | None) -> set[Symbol]:
+    """The changed symbols of ``module`` between two versions of its file (None: absent).
+
+    Never empty when the bytes differ or a side is absent (see the module docstring).
     """
-    changed: set[str] = set()
-    excluded: set[str] = set()
-    touched: set[str] = set()
-    for patch in patches:
-        sides: list[str | None] = []
-        for path in (patch.old_path, patch.new_path):
-            scored = path
-            if path is not None:
-                touched.add(path)
-                if is_excluded(path, oracle_paths=oracle_paths, exclude=exclude):
-                    excluded.add(path)
-                    scored = None
-            sides.append(scored)
-        old, new = sides
-        if old is None and new is None:
-            continue
-        changed.update(_compare(old, new, base_files, patched_files))
-    return ChangedSymbols(
-        symbols=tuple(sorted(changed)),
-        excluded_paths=tuple(sorted(excluded)),
-        touched_paths=tuple(sorted(touched)),
-    )
+    old, new = symbol_table(before), symbol_table(after)
+    if old is None or new is None:
+        return {Symbol.make(module, "")}
+    changed = {
+        Symbol.make(module, name)
+        for name in set(old) | set(new)
+        if old.get(name, ()) != new.get(name, ())
+    }
+    if changed:
+        return changed
+    return _by_lines(module, before or b"", after or b"") or {Symbol.make(module, "")}
 
 
-def _compare(
-    old: str | None,
-    new: str | None,
-    base_files: Mapping[str, bytes | None],
-    patched_files: Mapping[str, bytes | None],
-) -> set[str]:
-    """Changed symbols between base file ``old`` and patched file ``new`` (either may be absent)."""
-    before = symbol_table(base_files.get(old) if old is not None else None)
-    after = symbol_table(patched_files.get(new) if new is not None else None)
-    old_module = module_name(old) if old is not None else None
-    new_module = module_name(new) if new is not None else None
-    if before is None or after is None:
-        return {f"module:{m}" for m in (old_module, new_module) if m is not None}
-    changed: set[str] = set()
-    for name in sorted(set(before) | set(after)):
-        if before.get(name, ()) == after.get(name, ()):
-            continue
-        # Compared under the new module; a symbol gone from the patched file is reported where
-        # it lived (the old module of a rename).
-        module = new_module if name in after and new_module is not None else old_module
-        if module is None:  # pragma: no cover - one side is always present
-            continue
-        changed.add(f"module:{module}" if name == _MODULE_KEY else f"{module}.{name}")
-    return changed
+def _by_lines(module: str, before: bytes, after: bytes) -> set[Symbol]:
+    """Innermost symbols of ``after`` whose lines hold a line that differs from ``before``."""
+    old, new = before.splitlines(), after.splitlines()
+    lines: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            lines.update(range(j1 + 1, j2 + 1) if j2 > j1 else (j1, j1 + 1))
+    try:
+        tree = ast.parse(after)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    spans = [
+        (min([n.lineno, *(d.lineno for d in n.decorator_list)]), n.end_lineno or n.lineno, name)
+        for name, n in _definitions(tree.body, "")
+    ]
+    found: set[Symbol] = set()
+    for line in lines:
+        inside = [(end - start, name) for start, end, name in spans if start <= line <= end]
+        found.add(Symbol.make(module, min(inside)[1] if inside else ""))
+    return found

@@ -187,7 +187,10 @@ class _Check:
     def run(self, patch: bytes) -> CheckResult:
         s, st, ws = self.s, self.st, self.ws
         pins = base_pins(s.repo, ws.base_rev)
-        changed = steps.changed(ws, patch, pins.config)
+        changed = steps.changed(ws, pins)
+        unknown = steps.unknown_covers(ws, pins)
+        for entry in unknown:
+            self.say(f"warning: covers entry names no symbol of the base tree: {entry}")
         st.symbols, st.excluded = changed.symbols, changed.excluded_paths
         reports = steps.classify(ws.patched_dir, pins.properties)
         base_reports = steps.classify(ws.base_dir, pins.properties)
@@ -195,11 +198,16 @@ class _Check:
         st.citations = {p: r.freeze_ids for p, r in reports.items() if r.freeze_ids}
         classes = {pid: r.assertion_class for pid, r in reports.items()}
         st.properties, st.classes = pins.properties, classes
-        oracle = steps.oracle_and_pins(
-            changed.touched_paths, pins, reports, base_reports, self.clock
-        )
+        oracle = steps.oracle_and_pins(changed, pins, reports, base_reports, self.clock)
         st.reasons.extend(oracle.reasons)
         st.freeze_problems = oracle.freeze_problems
+        if oracle.unreviewable:  # compiled or binary code: unreviewable, whatever else it did
+            st.codes = rejection_codes(
+                freeze_problems=oracle.freeze_problems,
+                oracle_moved=oracle.oracle_moved,
+                pin_mutation=oracle.pin_mutation,
+            )
+            return _reject_provenance(s, st, "; ".join(oracle.unreviewable))
         fixture = steps.fixture_step(ws.patched_dir, pins, s.out)
         st.fixture_status, st.fixture_digest = fixture.status, fixture.digest
         st.reasons.extend(fixture.reasons)
@@ -224,6 +232,7 @@ class _Check:
             assertion_classes=classes,
             changed_symbols=st.symbols,
             notes=sig.notes,
+            unknown_covers=unknown,
         )
         admission.to_record().write(s.out / FILE_NAMES["admission"])
         st.decision = admission.decision

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from client.analysis.assertions import AssertionReport, classify_property
-from client.analysis.diffparse import parse_unified_diff
-from client.analysis.symbols import ChangedSymbols, changed_symbols
+from client.analysis.roles import layout_of
+from client.analysis.touched import Touched, base_symbols, judge
 from client.gate.execution import LaneResult, run_lane
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
@@ -39,7 +39,7 @@ from patchgate.ledgers import (
     PropertyLedger,
     now_utc,
 )
-from patchgate.pins import PinSet, ProjectConfig, PropertyPin
+from patchgate.pins import PinSet, PropertyPin
 from patchgate.signer_client import SignerClient
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "oracle_and_pins",
     "read_patch",
     "signature_step",
+    "unknown_covers",
     "write_flake_ledger",
     "write_freeze_proposals",
     "write_json",
@@ -80,14 +81,17 @@ def write_json(path: Path, obj: Mapping[str, Any]) -> None:
     atomic_write_json(path, {**obj, "recorded_at": now_utc()})
 
 
-def changed(ws: Workspace, patch: bytes, config: ProjectConfig) -> ChangedSymbols:
-    """Changed production symbols of the patch, from the ASTs of both trees."""
-    patches = parse_unified_diff(patch)
-    paths = {p for fp in patches for p in (fp.old_path, fp.new_path) if p is not None}
-    base_files, patched_files = ws.read_pair(sorted(paths))
-    return changed_symbols(
-        base_files, patched_files, patches, oracle_paths=config.oracle_paths, exclude=config.exclude
-    )
+def changed(ws: Workspace, pins: PinSet) -> Touched:
+    """What the patch touched, read from the two trees and judged under the base's layout:
+    changed production symbols, oracle moves, pin mutations, compiled code, excluded paths."""
+    layout = layout_of(ws.base_dir, pins)
+    return judge(ws.changes(), layout, ws.read_base, ws.read_patched)
+
+
+def unknown_covers(ws: Workspace, pins: PinSet) -> tuple[str, ...]:
+    """``property id: entry`` for each ``covers`` entry that names no symbol of the base tree."""
+    names = base_symbols(layout_of(ws.base_dir, pins), ws.base_dir)
+    return tuple(f"{p.id}: {c}" for p in pins.properties for c in p.covers if c not in names)
 
 
 def classify(root: Path, properties: Sequence[PropertyPin]) -> dict[str, AssertionReport]:
@@ -97,34 +101,32 @@ def classify(root: Path, properties: Sequence[PropertyPin]) -> dict[str, Asserti
 
 @dataclass(frozen=True, kw_only=True)
 class OracleResult:
-    """Step 3: R7, R8 and the static R4 problems."""
+    """Step 3: R7, R8, the static R4 problems, and compiled code (``reject_provenance``)."""
 
     oracle_moved: bool
     pin_mutation: bool
     freeze_problems: tuple[str, ...]
     reasons: tuple[str, ...]
-
-
-def _under(path: str, prefix: str) -> bool:
-    prefix = prefix.rstrip("/")
-    return path == prefix or path.startswith(prefix + "/")
+    #: One line per compiled or binary file in the patch; non-empty means ``reject_provenance``.
+    unreviewable: tuple[str, ...] = ()
 
 
 def oracle_and_pins(
-    touched: Sequence[str],
+    touched: Touched,
     pins: PinSet,
     reports: Mapping[str, AssertionReport],
     base_reports: Mapping[str, AssertionReport],
     clock: dt.datetime,
 ) -> OracleResult:
-    """Oracle paths touched (R7), pin files edited or freeze ids added (R8), bad citations (R4)."""
-    pin_dir = pins.config.pins_dir
-    pin_files = [p for p in touched if _under(p, pin_dir)]
-    moved = [
-        p
-        for p in touched
-        if not _under(p, pin_dir) and any(_under(p, o) for o in pins.config.oracle_paths)
-    ]
+    """Harness or oracle touched, or a pinned predicate moved (R7); pins or the gate's
+    configuration edited, or freeze ids added (R8); bad citations (R4); compiled code."""
+    moved = touched.oracle_moves
+    predicates = sorted(
+        pid
+        for pid, base in base_reports.items()
+        if pid in reports and reports[pid].predicate_hash != base.predicate_hash
+    )
+    pin_files = touched.pin_mutations
     added = sorted(
         {
             f"{pid}: {fid}"
@@ -136,16 +138,19 @@ def oracle_and_pins(
     citations = {pid: r.freeze_ids for pid, r in reports.items() if r.freeze_ids}
     problems = check_freezes(citations, pins.flakes, clock)
     reasons = [f"R7 oracle moved: {', '.join(moved)}"] if moved else []
+    if predicates:
+        reasons.append(f"R7 pinned predicate changed: {', '.join(predicates)}")
     if pin_files:
-        reasons.append(f"R8 pin files edited: {', '.join(pin_files)}")
+        reasons.append(f"R8 pins or gate configuration edited: {', '.join(pin_files)}")
     if added:
         reasons.append(f"R8 freeze ids added by the patch: {', '.join(added)}")
     reasons.extend(f"R4 {p}" for p in problems)
     return OracleResult(
-        oracle_moved=bool(moved),
+        oracle_moved=bool(moved or predicates),
         pin_mutation=bool(pin_files or added),
         freeze_problems=problems,
         reasons=tuple(reasons),
+        unreviewable=tuple(f"compiled or binary code in the patch: {p}" for p in touched.compiled),
     )
 
 

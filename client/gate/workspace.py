@@ -1,10 +1,15 @@
 """Materialize the base and patched trees of one check (DESIGN §6 steps 2-4).
 
 The base tree is ``git archive`` of ``--base`` extracted into a private temp dir (no checkout of the
-user's repo is touched); the patched tree is a copy of it with ``git apply`` (never ``--3way``, no
-index, no enclosing repository) of the exact patch bytes. A patch that does not apply is a
-:class:`PatchApplyError`, which the gate turns into ``reject_provenance`` (unparsable). Pins are
-read from the base revision with :class:`patchgate.pins.GitSource`, never from the patched tree.
+user's repo is touched); the patched tree is a copy of it with ``git apply -p1`` (never
+``--3way``, no index, no enclosing repository, no fuzz, whitespace matched exactly) of the exact
+patch bytes, applied once. ``-p1`` is explicit so that git never guesses a strip level from the
+patch text (it would, from a bare first name of a plain patch). A patch that does not apply is a
+:class:`PatchApplyError`, which the gate turns into ``reject_provenance`` (unparsable).
+
+What the patch touched is :meth:`Workspace.changes`: the two trees compared (paths, kinds, modes,
+bytes), never the patch text. Pins are read from the base revision with
+:class:`patchgate.pins.GitSource`, never from the patched tree.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from client.analysis.treediff import PathChange, tree_changes
 from patchgate.errors import PatchgateError, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
 
@@ -46,6 +52,18 @@ class Workspace:
     base_rev: str
     base_dir: Path
     patched_dir: Path
+
+    def changes(self) -> tuple[PathChange, ...]:
+        """Every path whose kind, mode or bytes differ between the base and the patched tree."""
+        return tree_changes(self.base_dir, self.patched_dir)
+
+    def read_base(self, path: str) -> bytes | None:
+        """Bytes of a regular file of the base tree (None: absent, a symlink or not a file)."""
+        return _read(self.base_dir, path)
+
+    def read_patched(self, path: str) -> bytes | None:
+        """Bytes of a regular file of the patched tree (None: absent, a symlink or not a file)."""
+        return _read(self.patched_dir, path)
 
     def read_pair(
         self, paths: Iterable[str]
@@ -140,7 +158,7 @@ def _apply(patch: bytes, patched: Path, scratch: Path) -> None:
     env["GIT_CEILING_DIRECTORIES"] = str(patched.parent)
     try:
         proc = subprocess.run(
-            ["git", "apply", "--whitespace=nowarn", "--no-3way", str(patch_file)],
+            ["git", "apply", "-p1", "--whitespace=nowarn", "--no-3way", str(patch_file)],
             cwd=patched,
             capture_output=True,
             check=False,

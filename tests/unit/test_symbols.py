@@ -1,4 +1,4 @@
-"""client.analysis.symbols: changed symbols from base and patched ASTs on tricky diffs."""
+"""client.analysis.symbols: changed symbols of one module from its base and patched ASTs."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ from textwrap import dedent
 
 import pytest
 
-from client.analysis.diffparse import FilePatch, parse_unified_diff
-from client.analysis.symbols import ChangedSymbols, changed_symbols, is_excluded, module_name
+from client.analysis.roles import Layout
+from client.analysis.symbols import compare_module, defined_names
+from patchgate.symbols import Symbol
 
-ORACLE = ("tests/", "properties/", "pins/")
+LAYOUT = Layout(
+    source_roots=("",), oracle_paths=("tests/", "properties/", "pins/"), pins_dir="pins"
+)
 
 BASE = dedent(
     '''\
@@ -53,23 +56,19 @@ BASE = dedent(
 )
 
 
-def modified(path: str) -> FilePatch:
-    return FilePatch(path, path, "modified", (), False)
+def compare(base: bytes | None, patched: bytes | None, path: str) -> tuple[str, ...]:
+    found = compare_module(LAYOUT.module(path), base, patched)
+    assert all(isinstance(x, Symbol) and x.module == LAYOUT.module(path) for x in found)
+    return tuple(sorted(found))
 
 
-def diff(base: str, patched: str, path: str = "billing/__init__.py") -> ChangedSymbols:
-    return changed_symbols(
-        {path: base.encode()},
-        {path: patched.encode()},
-        [modified(path)],
-        oracle_paths=ORACLE,
-        exclude=(),
-    )
+def diff(base: str, patched: str, path: str = "billing/__init__.py") -> tuple[str, ...]:
+    return compare(base.encode(), patched.encode(), path)
 
 
 def edit(old: str, new: str) -> tuple[str, ...]:
     assert old in BASE
-    return diff(BASE, BASE.replace(old, new)).symbols
+    return diff(BASE, BASE.replace(old, new))
 
 
 def test_function_body_change() -> None:
@@ -78,15 +77,29 @@ def test_function_body_change() -> None:
     )
 
 
-def test_comment_only_change_is_not_counted() -> None:
+def test_comment_only_change_names_the_symbol_whose_lines_hold_it() -> None:
     patched = BASE.replace("total = 0", "total = 0  # start from zero")
-    assert diff(BASE, patched).symbols == ()
+    assert diff(BASE, patched) == ("billing.invoice_total",)
 
 
-def test_formatting_only_change_is_not_counted() -> None:
+def test_formatting_only_change_names_the_symbols_whose_lines_hold_it() -> None:
     patched = BASE.replace("return amount * used / period", "return (amount*used)/period")
     patched = patched.replace("@traced(level=1)", "@traced( level = 1 )")
-    assert diff(BASE, patched).symbols == ()
+    assert diff(BASE, patched) == ("billing.invoice_total", "billing.prorate")
+
+
+def test_comment_between_definitions_is_module_level() -> None:
+    assert edit("\n\nclass Order:", "\n\n# orders\nclass Order:") == ("module:billing",)
+
+
+def test_formatting_does_not_hide_a_real_change_elsewhere() -> None:
+    patched = BASE.replace("total = 0", "total = 0  # note").replace("/ period", "// period")
+    assert diff(BASE, patched) == ("billing.prorate",)
+
+
+def test_same_bytes_is_module_level_never_empty() -> None:
+    """A mode-only change of a module still names it: never an empty answer for a changed path."""
+    assert diff(BASE, BASE) == ("module:billing",)
 
 
 def test_docstring_change_counts() -> None:
@@ -134,7 +147,7 @@ def test_module_import_change_is_module_level() -> None:
 
 def test_removed_function_is_reported() -> None:
     start = BASE.index("def outer")
-    assert diff(BASE, BASE[:start]).symbols == (
+    assert diff(BASE, BASE[:start]) == (
         "billing.outer",
         "billing.outer.<locals>.inner",
     )
@@ -143,19 +156,12 @@ def test_removed_function_is_reported() -> None:
 def test_def_inside_if_block_is_module_qualified() -> None:
     base = "import sys\nif sys.version_info >= (3, 12):\n    def f():\n        return 1\n"
     patched = base.replace("return 1", "return 2")
-    assert diff(base, patched, "pkg/compat.py").symbols == ("pkg.compat.f",)
+    assert diff(base, patched, "pkg/compat.py") == ("pkg.compat.f",)
 
 
 def test_added_file_reports_its_symbols() -> None:
     source = b"X = 1\n\ndef f():\n    pass\n\nclass C:\n    def m(self):\n        pass\n"
-    result = changed_symbols(
-        {"shipping/rates.py": None},
-        {"shipping/rates.py": source},
-        [FilePatch(None, "shipping/rates.py", "added", (), False)],
-        oracle_paths=ORACLE,
-        exclude=(),
-    )
-    assert result.symbols == (
+    assert compare(None, source, "shipping/rates.py") == (
         "module:shipping.rates",
         "shipping.rates.C",
         "shipping.rates.C.m",
@@ -164,103 +170,26 @@ def test_added_file_reports_its_symbols() -> None:
 
 
 def test_deleted_file_reports_removed_symbols() -> None:
-    result = changed_symbols(
-        {"shipping/rates.py": b"def f():\n    pass\n"},
-        {"shipping/rates.py": None},
-        [FilePatch("shipping/rates.py", None, "deleted", (), False)],
-        oracle_paths=ORACLE,
-        exclude=(),
-    )
-    assert result.symbols == ("shipping.rates.f",)
+    assert compare(b"def f():\n    pass\n", None, "shipping/rates.py") == ("shipping.rates.f",)
 
 
-def test_pure_rename_changes_no_symbol() -> None:
-    source = b"def f():\n    return 1\n"
-    result = changed_symbols(
-        {"pkg/old.py": source},
-        {"pkg/new.py": source},
-        [FilePatch("pkg/old.py", "pkg/new.py", "renamed", (), False)],
-        oracle_paths=ORACLE,
-        exclude=(),
-    )
-    assert result.symbols == ()
-    assert result.touched_paths == ("pkg/new.py", "pkg/old.py")
-
-
-def test_rename_with_edit_compares_under_the_new_module() -> None:
-    base = b"def f():\n    return 1\n\ndef g():\n    return 2\n\ndef h():\n    pass\n"
-    patched = b"def f():\n    return 10\n\ndef g():\n    return 2\n\ndef k():\n    pass\n"
-    result = changed_symbols(
-        {"pkg/old.py": base},
-        {"pkg/new.py": patched},
-        [FilePatch("pkg/old.py", "pkg/new.py", "renamed", (), False)],
-        oracle_paths=ORACLE,
-        exclude=(),
-    )
-    assert result.symbols == ("pkg.new.f", "pkg.new.k", "pkg.old.h")
-
-
-def test_rename_into_tests_removes_old_symbols() -> None:
-    result = changed_symbols(
-        {"pkg/util.py": b"def f():\n    pass\n"},
-        {"tests/util.py": b"def f():\n    pass\n"},
-        [FilePatch("pkg/util.py", "tests/util.py", "renamed", (), False)],
-        oracle_paths=ORACLE,
-        exclude=(),
-    )
-    assert result.symbols == ("pkg.util.f",)
-    assert result.excluded_paths == ("tests/util.py",)
+def test_deleted_empty_module_is_module_level() -> None:
+    assert compare(b"", None, "pkg/__init__.py") == ("module:pkg",)
 
 
 def test_init_module_is_the_package() -> None:
     result = diff("def f():\n    pass\n", "def f():\n    return 1\n", "pkg/sub/__init__.py")
-    assert result.symbols == ("pkg.sub.f",)
-
-
-def test_excluded_paths_are_listed_not_scored() -> None:
-    paths = ["README.md", "tests/test_x.py", "properties/test_p.py", "gen/api.py", "pkg/a.py"]
-    result = changed_symbols(
-        dict.fromkeys(paths, b"x = 1\n"),
-        dict.fromkeys(paths, b"x = 2\n"),
-        [modified(p) for p in paths],
-        oracle_paths=ORACLE,
-        exclude=("gen/",),
-    )
-    assert result.symbols == ("module:pkg.a",)
-    assert result.excluded_paths == (
-        "README.md",
-        "gen/api.py",
-        "properties/test_p.py",
-        "tests/test_x.py",
-    )
+    assert result == ("pkg.sub.f",)
 
 
 def test_unparsable_patched_file_fails_closed_as_module_change() -> None:
-    assert diff(BASE, BASE + "\ndef broken(:\n").symbols == ("module:billing",)
+    assert diff(BASE, BASE + "\ndef broken(:\n") == ("module:billing",)
 
 
 @pytest.mark.parametrize("depth", [5_000, 200_000])  # RecursionError, MemoryError in ast.parse
 def test_too_deeply_nested_file_fails_closed_as_module_change(depth: int) -> None:
     deep = "x = " + "-" * depth + "1\n"
-    assert diff(BASE, deep).symbols == ("module:billing",)
-
-
-def test_end_to_end_from_a_git_diff() -> None:
-    patched = BASE.replace("return amount * used / period", "return max(amount * used / period, 0)")
-    patch = (
-        b"diff --git a/billing/__init__.py b/billing/__init__.py\n"
-        b"--- a/billing/__init__.py\n+++ b/billing/__init__.py\n"
-        b"@@ -9 +9 @@\n-    return amount * used / period\n"
-        b"+    return max(amount * used / period, 0)\n"
-    )
-    result = changed_symbols(
-        {"billing/__init__.py": BASE.encode()},
-        {"billing/__init__.py": patched.encode()},
-        parse_unified_diff(patch),
-        oracle_paths=ORACLE,
-        exclude=(),
-    )
-    assert result.symbols == ("billing.prorate",)
+    assert diff(BASE, deep) == ("module:billing",)
 
 
 @pytest.mark.parametrize(
@@ -268,26 +197,22 @@ def test_end_to_end_from_a_git_diff() -> None:
     [
         ("shipping/rates.py", "shipping.rates"),
         ("pkg/__init__.py", "pkg"),
-        ("src/pkg/mod.py", "src.pkg.mod"),
         ("top.py", "top"),
     ],
 )
-def test_module_name(path: str, module: str) -> None:
-    assert module_name(path) == module
+def test_module_name_from_the_repository_root(path: str, module: str) -> None:
+    assert LAYOUT.module(path) == module
 
 
-@pytest.mark.parametrize(
-    ("path", "excluded"),
-    [
-        ("pkg/test_mod.py", True),
-        ("pkg/mod_test.py", True),
-        ("pkg/conftest.py", True),
-        ("pins/x.py", True),
-        ("pkg/mod.pyi", True),
-        ("vendor/lib.py", True),
-        ("testsuite/mod.py", False),
-        ("pkg/mod.py", False),
-    ],
-)
-def test_is_excluded(path: str, excluded: bool) -> None:
-    assert is_excluded(path, oracle_paths=ORACLE, exclude=("vendor/*",)) is excluded
+def test_defined_names_lists_every_qualname_and_the_module() -> None:
+    assert defined_names(BASE.encode()) == {
+        "",
+        "prorate",
+        "invoice_total",
+        "Order",
+        "Order.total",
+        "Order.size",
+        "outer",
+        "outer.<locals>.inner",
+    }
+    assert defined_names(b"def broken(:\n") is None

@@ -1,0 +1,180 @@
+"""Target repositories of the attack corpus: a copy of ``examples/billing`` or a small generated
+one.
+
+``build(name, dest)`` writes the repository named in ``manifest.json`` under ``dest``, commits it
+as the base (one commit, a person's identity) and returns its path. No network, no Docker: git
+only. Used by the corpus's integration test and by the unit tests that compare the patch parser
+with the trees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+__all__ = ["CORPUS", "REPOS", "Entry", "build", "entries", "git"]
+
+CORPUS = Path(__file__).resolve().parent
+ROOT = CORPUS.parents[1]
+BILLING = ROOT / "examples" / "billing"
+PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` as a person; the output."""
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=person", "-c", "user.email=p@example.org",
+         "-c", "commit.gpgsign=false", *args],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+
+
+TEXTKIT_INIT = '''\
+"""Small text helpers."""
+
+from textkit.core import slugify
+from textkit.sub import words
+
+__all__ = ["slugify", "words"]
+'''
+
+TEXTKIT_CORE = '''\
+"""Slugs."""
+
+import re
+
+_NOT_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def slugify(text: str) -> str:
+    """Lowercase words of ``text`` joined by single dashes."""
+    return _NOT_WORD.sub("-", text.lower()).strip("-")
+'''
+
+TEXTKIT_SUB = '''\
+"""Words."""
+
+
+def words(text: str) -> list[str]:
+    """The whitespace-separated words of ``text``."""
+    return [w for w in text.split() if w]
+'''
+
+TEXTKIT_PROPS = '''\
+"""Properties of textkit, pinned in pins/properties.json."""
+
+from textkit import slugify, words
+
+SAMPLES = ["Hello World", "  a  b  ", "Ünïcode and 123", "x--y", "", "-a-", "MiXeD case!!"]
+
+
+def test_slug_is_clean():
+    for text in SAMPLES:
+        slug = slugify(text)
+        assert slug == slug.lower()
+        assert " " not in slug
+        assert not slug.startswith("-") and not slug.endswith("-")
+
+
+def test_words_are_not_empty():
+    for text in SAMPLES:
+        assert all(w for w in words(text))
+'''
+
+TEXTKIT_QA = '''\
+"""A pinned property that lives outside the oracle paths (qa/ is not one)."""
+
+from textkit import slugify
+
+
+def test_slug_has_single_dashes():
+    for text in ["a  b", "a - b", "x--y", "Hello,  World"]:
+        assert "--" not in slugify(text)
+'''
+
+
+def _textkit(dest: Path) -> None:
+    files = {
+        "pyproject.toml": '[project]\nname = "textkit"\nversion = "0.1.0"\n\n'
+        '[tool.pytest.ini_options]\npythonpath = ["src"]\n',
+        "src/textkit/__init__.py": TEXTKIT_INIT,
+        "src/textkit/core.py": TEXTKIT_CORE,
+        "src/textkit/sub.py": TEXTKIT_SUB,
+        "properties/__init__.py": "",
+        "properties/test_textkit.py": TEXTKIT_PROPS,
+        "qa/prop_slug.py": TEXTKIT_QA,
+        "fixtures/words.txt": "alpha beta\n",
+        "README.md": "textkit\n",
+    }
+    for rel, text in files.items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text, encoding="utf-8")
+    digest = hashlib.sha256((dest / "fixtures/words.txt").read_bytes()).hexdigest()
+    fixtures = {
+        "pin_id": "fixpin-textkit-a",
+        "algorithm": "sha256",
+        "files": {"fixtures/words.txt": digest},
+        "seed": 7,
+        "clock_bound_ms": 30000,
+        "allowed_commands": [PYTEST],
+    }
+
+    def prop(pid: str, covers: list[str], node: str) -> dict[str, object]:
+        return {"id": pid, "claim": pid, "class": "pure_fn", "covers": covers,
+                "command": [*PYTEST, node]}  # fmt: skip
+
+    properties = {
+        "properties": [
+            prop("textkit.slug_clean", ["textkit.core.slugify"],
+                 "properties/test_textkit.py::test_slug_is_clean"),
+            prop("textkit.slug_single_dashes", ["textkit.core.slugify"],
+                 "qa/prop_slug.py::test_slug_has_single_dashes"),
+            # A package entry: the module-level code of textkit/__init__.py and what it defines,
+            # never textkit/sub.py (issue 13: it used to, by prefix).
+            prop("textkit.words_not_empty", ["textkit"],
+                 "properties/test_textkit.py::test_words_are_not_empty"),
+        ]
+    }  # fmt: skip
+    (dest / "pins").mkdir()
+    (dest / "pins/fixtures.json").write_text(json.dumps(fixtures, indent=2) + "\n")
+    (dest / "pins/properties.json").write_text(json.dumps(properties, indent=2) + "\n")
+
+
+def _billing(dest: Path) -> None:
+    shutil.copytree(
+        BILLING, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("patches", "__pycache__")
+    )
+
+
+REPOS = {"billing": _billing, "textkit": _textkit}
+
+
+def build(name: str, dest: Path) -> Path:
+    """Write repository ``name`` under ``dest``, commit it as the base; ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    REPOS[name](dest)
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "base")
+    return dest
+
+
+class Entry(dict[str, object]):
+    """One manifest entry (a dict with attribute-style helpers)."""
+
+    @property
+    def id(self) -> str:
+        return str(self["id"])
+
+    @property
+    def patch(self) -> Path:
+        return CORPUS / "patches" / str(self["patch"])
+
+
+def entries() -> list[Entry]:
+    """Every entry of ``manifest.json``, in order."""
+    doc = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
+    return [Entry(e) for e in doc["entries"]]
