@@ -2,29 +2,43 @@
 
 Blobs are written to a temp file in the store and renamed into place only after their bytes hash
 to their name, so several executor replicas may share one store directory: a reader sees a whole
-blob or none. The store is bounded: when a new blob would exceed ``max_bytes``, the least recently
-used blobs that no in-flight execution references are evicted; when that is not enough, or the disk
-itself is full, the upload is refused with ResourceExhausted and the temp file is removed.
+blob or none.
+
+The bound (``max_bytes``) is kept with a running total, not a scan per blob: the store is scanned
+once at start-up into an index (digest → size, least recently used first), and the total is
+updated on every add, eviction and removal seen. An upload **reserves** its declared size under
+the lock before its first byte is written (the reservation counts in the total and is released
+when the upload fails or becomes a stored blob), so concurrent uploads cannot overshoot: when a
+new blob would not fit, the least recently used blobs that no in-flight execution references are
+evicted; when that is not enough, or the disk itself is full, the upload is refused with
+ResourceExhausted and nothing of it is left.
+
+Shared directory: the running total is per process. Each store holds a shared ``flock`` on
+``<root>/.users``; when another process holds one too, the index is rebuilt by a scan before a
+reservation at most once per ``rescan_interval`` (and always after ENOSPC), so blobs other
+replicas stored or evicted are counted again within that interval. What stays per process: the
+other replicas' in-flight reservations and references (see docs/executor.md).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import tempfile
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from executord.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from patchgate.digest import SHA256_HEX
 
-__all__ = ["BlobStore", "Chunk", "IngestStats", "is_digest"]
+__all__ = ["BlobStore", "Chunk", "IngestStats", "Scan", "StoredBlob", "is_digest", "scan_store"]
 
 
 def is_digest(text: str) -> bool:
@@ -52,13 +66,92 @@ class IngestStats:
     elapsed_ms: int
 
 
+@dataclass(frozen=True)
+class StoredBlob:
+    """One blob found on disk by a scan."""
+
+    digest: str
+    size: int
+    mtime: float
+
+
+Scan = Callable[[Path], list[StoredBlob]]
+
+
+def scan_store(root: Path) -> list[StoredBlob]:
+    """Every blob under ``root/<aa>/`` (one listing per prefix directory)."""
+    out = []
+    for sub in os.scandir(root):
+        if len(sub.name) != 2 or not sub.is_dir(follow_symlinks=False):
+            continue
+        for entry in os.scandir(sub.path):
+            if not is_digest(entry.name):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                st = entry.stat(follow_symlinks=False)
+                out.append(StoredBlob(entry.name, st.st_size, st.st_mtime))
+    return out
+
+
+class _Users:
+    """A shared ``flock`` on ``<root>/.users`` held for the store's lifetime; ``alone()`` tells
+    whether any other process holds one (any failure to tell counts as "not alone")."""
+
+    def __init__(self, root: Path) -> None:
+        self._fd: int | None = os.open(
+            root / ".users", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+        )
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
+        except OSError:  # a file system without flock: behave as if always shared
+            self.close()
+
+    def alone(self) -> bool:
+        if self._fd is None:
+            return False
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        fcntl.flock(self._fd, fcntl.LOCK_SH)
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+class _Reservation:
+    """Space an upload holds in the running total until it is stored or released (once)."""
+
+    def __init__(self, store: BlobStore, size: int) -> None:
+        self._store = store
+        self.size = size
+        self._open = True
+
+    def commit(self, digest: str) -> None:
+        """The blob is in place: its bytes move from reserved to stored."""
+        if self._open:
+            self._open = False
+            self._store._settle(self.size, digest)
+
+    def release(self) -> None:
+        """The upload failed or was not needed: give the space back."""
+        if self._open:
+            self._open = False
+            self._store._settle(self.size, None)
+
+
 class _Writer:
     """Streams one blob into a temp file, hashing as it goes."""
 
-    def __init__(self, store: BlobStore, digest: str, size: int) -> None:
+    def __init__(self, store: BlobStore, digest: str, size: int, room: _Reservation) -> None:
         self.digest = digest
         self.size = size
         self.written = 0
+        self.room = room
         self._hash = hashlib.sha256()
         fd, name = tempfile.mkstemp(prefix=".upload-", dir=store.tmp_dir)
         self._fh = os.fdopen(fd, "wb")
@@ -80,12 +173,21 @@ class _Writer:
             self._fh.close()
         with contextlib.suppress(OSError):
             self.tmp.unlink()
+        self.room.release()
 
 
 class BlobStore:
     """Blobs under ``root/<aa>/<sha256>``; temp files under ``root/tmp``."""
 
-    def __init__(self, root: Path, max_bytes: int) -> None:
+    def __init__(
+        self,
+        root: Path,
+        max_bytes: int,
+        *,
+        scan: Scan = scan_store,
+        rescan_interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.root = Path(root)
         self.max_bytes = max_bytes
         self.tmp_dir = self.root / "tmp"
@@ -93,6 +195,27 @@ class BlobStore:
         self._lock = threading.Lock()
         self._refs: Counter[str] = Counter()
         self._upload_ms: dict[str, int] = {}
+        self._scan = scan
+        self._rescan_interval = rescan_interval
+        self._clock = clock
+        self._users = _Users(self.root)
+        self._index: OrderedDict[str, int] = OrderedDict()  # least recently used first
+        self._stored = 0  # bytes of the indexed blobs
+        self._reserved = 0  # bytes reserved by uploads in flight
+        self._stale = False  # rescan before the next reservation (after ENOSPC)
+        with self._lock:
+            self._load()
+        self._checked = clock()
+
+    @property
+    def used_bytes(self) -> int:
+        """The running total: stored blobs plus reservations of uploads in flight."""
+        with self._lock:
+            return self._stored + self._reserved
+
+    def close(self) -> None:
+        """Let go of the store's ``.users`` lock (other replicas then see this one gone)."""
+        self._users.close()
 
     def path(self, digest: str) -> Path:
         """Where blob ``digest`` lives (it may not exist)."""
@@ -106,7 +229,15 @@ class BlobStore:
         try:
             os.utime(p)
         except FileNotFoundError:
+            self._forget(digest)
             return False
+        with self._lock:
+            known = digest in self._index
+            if known:
+                self._index.move_to_end(digest)
+        if not known:  # stored by another process sharing the directory
+            with contextlib.suppress(FileNotFoundError):
+                self._note(digest, os.stat(p).st_size)
         return True
 
     def missing(self, digests: Iterable[str]) -> list[str]:
@@ -151,10 +282,10 @@ class BlobStore:
                     raise InvalidArgument(f"blob {chunk.digest[:16]}: more bytes than its size")
                 self._write(writer, chunk.data)
                 if writer.written == writer.size:
-                    if self._commit(writer):
-                        stored.append(writer.digest)
-                        nbytes += writer.size
-                    writer = None
+                    done, writer = writer, None
+                    if self._commit(done):
+                        stored.append(done.digest)
+                        nbytes += done.size
             if writer is not None:
                 raise InvalidArgument(
                     f"blob {writer.digest[:16]}: stream ended before its last byte"
@@ -172,16 +303,16 @@ class BlobStore:
 
     def _open(self, chunk: Chunk) -> _Writer:
         self.path(chunk.digest)  # validates the name
-        if chunk.size > self.max_bytes:
+        if not 0 <= chunk.size <= self.max_bytes:
             raise ResourceExhausted(
                 f"blob {chunk.digest[:16]}: {chunk.size} bytes exceeds the store bound"
             )
-        self._make_room(chunk.size)
+        room = self._reserve(chunk.size)
         try:
-            writer = _Writer(self, chunk.digest, chunk.size)
+            return _Writer(self, chunk.digest, chunk.size, room)
         except OSError as exc:
+            room.release()
             raise self._os_error(exc) from exc
-        return writer
 
     def _write(self, writer: _Writer, data: bytes) -> None:
         try:
@@ -190,7 +321,8 @@ class BlobStore:
             raise self._os_error(exc) from exc
 
     def _commit(self, writer: _Writer) -> bool:
-        """Check the hash and rename into place; False when the blob was already there."""
+        """Check the hash and rename into place; False when the blob was already there.
+        On every path the writer's reservation is settled (stored or released)."""
         try:
             actual = writer.finish()
         except OSError as exc:
@@ -204,6 +336,7 @@ class BlobStore:
         final = self.path(writer.digest)
         if final.exists():
             writer.discard()
+            self._note(writer.digest, writer.size)
             return False
         try:
             final.parent.mkdir(exist_ok=True)
@@ -212,50 +345,102 @@ class BlobStore:
         except OSError as exc:
             writer.discard()
             raise self._os_error(exc) from exc
+        writer.room.commit(writer.digest)
         return True
 
-    @staticmethod
-    def _os_error(exc: OSError) -> Exception:
+    def _os_error(self, exc: OSError) -> Exception:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            with self._lock:
+                self._stale = True  # the disk disagrees with the total: rescan before the next
             return ResourceExhausted("blob store: no space left on the device")
         return ResourceExhausted(f"blob store: cannot write: {exc.strerror or exc}")
 
-    def usage(self) -> list[tuple[float, int, Path]]:
-        """(mtime, size, path) of every stored blob."""
-        out = []
-        for sub in self.root.iterdir():
-            if len(sub.name) != 2 or not sub.is_dir():
-                continue
-            for entry in os.scandir(sub):
-                with contextlib.suppress(FileNotFoundError):
-                    st = entry.stat()
-                    out.append((st.st_mtime, st.st_size, Path(entry.path)))
-        return out
+    # -- the running total (every method below that touches it holds self._lock) --
+
+    def _load(self) -> None:
+        """Rebuild the index from one scan of the directory (start-up, shared store, ENOSPC)."""
+        blobs = sorted(self._scan(self.root), key=lambda b: b.mtime)
+        self._index = OrderedDict((b.digest, b.size) for b in blobs)
+        self._stored = sum(self._index.values())
+
+    def _reserve(self, size: int) -> _Reservation:
+        """Make room for ``size`` more bytes (evicting if needed) and hold it for one upload."""
+        with self._lock:
+            self._refresh()
+            self._make_room(size)
+            self._reserved += size
+        return _Reservation(self, size)
+
+    def _settle(self, size: int, digest: str | None) -> None:
+        with self._lock:
+            self._reserved -= size
+            if digest is not None:
+                self._add(digest, size)
+
+    def _note(self, digest: str, size: int) -> None:
+        with self._lock:
+            self._add(digest, size)
+
+    def _add(self, digest: str, size: int) -> None:
+        if digest in self._index:
+            self._index.move_to_end(digest)
+        else:
+            self._index[digest] = size
+            self._stored += size
+
+    def _forget(self, digest: str) -> None:
+        with self._lock:
+            self._stored -= self._index.pop(digest, 0)
+
+    def _refresh(self) -> None:
+        """Rescan when the disk said ENOSPC, or when another process shares the directory and
+        the last check is older than the rescan interval."""
+        now = self._clock()
+        if not self._stale:
+            if now - self._checked < self._rescan_interval:
+                return
+            self._checked = now
+            if self._users.alone():
+                return
+        self._stale = False
+        self._checked = now
+        self._load()
 
     def _make_room(self, size: int) -> None:
-        """Evict least recently used unreferenced blobs until ``size`` more bytes fit."""
-        blobs = self.usage()
-        total = sum(s for _, s, _ in blobs)
-        if total + size <= self.max_bytes:
+        """Evict least recently used unreferenced blobs until ``size`` more bytes fit; if even
+        that cannot make room, evict nothing and refuse."""
+        excess = self._stored + self._reserved + size - self.max_bytes
+        if excess <= 0:
             return
-        with self._lock:
-            protected = set(self._refs)
-        for _mtime, bsize, path in sorted(blobs):
-            if total + size <= self.max_bytes:
+        victims: list[tuple[str, int]] = []
+        freed = 0
+        for digest, bsize in self._index.items():
+            if freed >= excess:
                 break
-            if path.name in protected:
-                continue
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-                total -= bsize
-        if total + size > self.max_bytes:
+            if digest not in self._refs:
+                victims.append((digest, bsize))
+                freed += bsize
+        if freed < excess:
             raise ResourceExhausted(
-                f"blob store full: {total} of {self.max_bytes} bytes are referenced by running work"
+                f"blob store full: {self._stored + self._reserved} of {self.max_bytes} bytes are "
+                "referenced by running work or reserved by uploads in flight"
             )
+        for digest, bsize in victims:
+            try:
+                (self.root / digest[:2] / digest).unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue  # still on disk: still counted
+            del self._index[digest]
+            self._stored -= bsize
+        if self._stored + self._reserved + size > self.max_bytes:
+            raise ResourceExhausted(f"blob store full: cannot evict enough of {self.max_bytes}")
 
     def open_blob(self, digest: str) -> Path:
         """The path of a stored blob, or FailedPrecondition when it is not (any longer) there."""
         p = self.path(digest)
         if not p.is_file():
+            self._forget(digest)
             raise FailedPrecondition(f"blob {digest[:16]} is not in the store; upload it first")
         return p

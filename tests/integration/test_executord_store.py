@@ -1,16 +1,26 @@
-"""Blob store on a really full disk (a 64 KiB tmpfs): a clean refusal, no partial blob left."""
+"""Blob store limits: a really full disk (a 64 KiB tmpfs) is a clean refusal with no partial blob
+left; concurrent uploads through the real executor keep ``--store-max``."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import pytest
 
 from executord.blobstore import BlobStore, Chunk
 from executord.errors import ResourceExhausted
+from patchgate.v1 import executor_pb2, executor_pb2_grpc
+from tests.conftest import KeyPair
+from tests.integration.fixtures_executor import start_executor
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +43,71 @@ def test_disk_full_is_resource_exhausted_and_leaves_nothing(tiny_disk: Path) -> 
     data = os.urandom(256 << 10)
     digest = hashlib.sha256(data).hexdigest()
     chunks = [Chunk(digest, len(data), i, data[i : i + 4096]) for i in range(0, len(data), 4096)]
-    with pytest.raises(ResourceExhausted, match="no space"):
-        store.ingest(chunks)
-    assert os.listdir(store.tmp_dir) == []
-    assert store.missing([digest]) == [digest]
+    try:
+        with pytest.raises(ResourceExhausted, match="no space"):
+            store.ingest(chunks)
+        assert os.listdir(store.tmp_dir) == []
+        assert store.missing([digest]) == [digest]
+        assert store.used_bytes == 0  # the failed upload's reservation was released
+    finally:
+        store.close()  # its .users lock file is on the tmpfs
+
+
+def _usage(root: Path) -> int:
+    """Bytes of every file under the store (blobs and temp uploads), as the disk sees them."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def test_concurrent_uploads_keep_store_max(
+    docker_engine: None, operator_key: KeyPair, tmp_path: Path
+) -> None:
+    """Issue 12: three concurrent 20 MiB uploads under --store-max 30m. Space is reserved before a
+    write, so the store never holds more than 30 MiB (temp files included) and the uploads that do
+    not fit are RESOURCE_EXHAUSTED, not written."""
+    daemon = start_executor(tmp_path, operator_key.keyring_path, "--store-max", "30m")
+    size, piece = 20 << 20, 1 << 20
+    blobs = [os.urandom(size) for _ in range(3)]
+    peak = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _usage(daemon.store_dir))
+            time.sleep(0.01)
+
+    def chunks(data: bytes) -> Iterator[executor_pb2.BlobChunk]:
+        digest = hashlib.sha256(data).hexdigest()
+        yield executor_pb2.BlobChunk(digest=digest, size=len(data), offset=0, data=data[:piece])
+        time.sleep(1.5)  # all three streams have sent their first chunk (a refused stream may
+        # never be asked for its next one, so no barrier here)
+        for off in range(piece, len(data), piece):
+            yield executor_pb2.BlobChunk(
+                digest=digest, size=len(data), offset=off, data=data[off : off + piece]
+            )
+
+    def upload(data: bytes) -> str:
+        with grpc.insecure_channel(daemon.address) as ch:
+            try:
+                executor_pb2_grpc.ExecutorStub(ch).UploadBlobs(chunks(data), timeout=120)
+            except grpc.RpcError as exc:
+                return exc.code().name
+        return "OK"
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            outcomes = sorted(pool.map(upload, blobs))
+    finally:
+        done.set()
+        watcher.join(5)
+        daemon.stop()
+    assert outcomes == ["OK", "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"], outcomes
+    assert peak[0] <= 30 << 20, f"store reached {peak[0]} bytes"
+    assert _usage(daemon.store_dir) == size
+    assert os.listdir(daemon.store_dir / "tmp") == []

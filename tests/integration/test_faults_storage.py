@@ -45,7 +45,7 @@ def _store_is_consistent(store: Path) -> list[str]:
     """Problems: temp files left, or blobs whose bytes do not hash to their name."""
     problems = []
     for p in store.rglob("*"):
-        if not p.is_file():
+        if not p.is_file() or p == store / ".users":  # the store's lock file (shared stores)
             continue
         if p.parent.name == "tmp" or p.name.startswith(".upload-"):
             problems.append(f"temp file left: {p.relative_to(store)}")

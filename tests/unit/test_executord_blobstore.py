@@ -1,14 +1,19 @@
-"""Content-addressed blob store: re-hash on arrival, atomic placement, bounded with eviction."""
+"""Content-addressed blob store: re-hash on arrival, atomic placement, bounded with eviction; the
+bound kept by a running total and reservations (issue 12)."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from executord.blobstore import BlobStore, Chunk
+from executord.blobstore import BlobStore, Chunk, StoredBlob, scan_store
 from executord.errors import InvalidArgument, ResourceExhausted
 
 
@@ -110,3 +115,204 @@ def test_two_stores_share_one_directory(tmp_path: Path) -> None:
     a, b = BlobStore(tmp_path, 1 << 20), BlobStore(tmp_path, 1 << 20)
     a.ingest(_chunks(b"shared"))
     assert b.missing([hashlib.sha256(b"shared").hexdigest()]) == []
+
+
+# -- issue 12: a running total, reservations before writes, one scan --
+
+
+class CountingScan:
+    """The store's scan seam: counts directory scans, delegates to the real one."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, root: Path) -> list[StoredBlob]:
+        self.calls += 1
+        return scan_store(root)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _disk_bytes(store: BlobStore) -> int:
+    return sum(p.stat().st_size for p in store.root.rglob("*") if p.is_file())
+
+
+def test_store_is_scanned_once_not_per_blob(tmp_path: Path) -> None:
+    """200 uploads, lookups and an eviction run on the running total: one scan, at start-up."""
+    scan = CountingScan()
+    store = BlobStore(tmp_path, 150 * 8, scan=scan)
+    for i in range(200):
+        store.ingest(_chunks(f"blob-{i:03d}".encode()))  # 8 bytes each; the last 50 evict
+    store.missing([hashlib.sha256(b"blob-199").hexdigest()])
+    assert scan.calls == 1
+    assert store.used_bytes == 150 * 8 == _disk_bytes(store)
+
+
+def test_running_total_starts_from_what_is_on_disk(tmp_path: Path) -> None:
+    """A restarted store counts the blobs already there (one scan) and evicts the oldest first."""
+    first = BlobStore(tmp_path, 1 << 20)
+    first.ingest(_chunks(b"old-blob"))
+    old = hashlib.sha256(b"old-blob").hexdigest()
+    os.utime(first.path(old), (1, 1))
+    first.close()
+    store = BlobStore(tmp_path, 16)
+    assert store.used_bytes == 8
+    store.ingest(_chunks(b"new-blob-x"))  # 10 bytes: 18 > 16, the old one goes
+    assert store.missing([old]) == [old]
+    assert store.used_bytes == 10 == _disk_bytes(store)
+
+
+def test_blob_removed_behind_the_store_leaves_the_total(tmp_path: Path) -> None:
+    """A blob deleted from disk (e.g. by a sibling replica) is dropped from the total when seen."""
+    store = BlobStore(tmp_path, 1 << 20)
+    store.ingest(_chunks(b"vanishing"))
+    d = hashlib.sha256(b"vanishing").hexdigest()
+    store.path(d).unlink()
+    assert store.missing([d]) == [d]
+    assert store.used_bytes == 0
+
+
+def _racing_chunks(data: bytes, gate: threading.Barrier) -> Iterator[Chunk]:
+    """The first chunk, then wait until every racer has sent its first chunk, then the rest."""
+    chunks = _chunks(data, size=len(data) // 4)
+    yield chunks[0]
+    gate.wait()
+    yield from chunks[1:]
+
+
+def _race(store: BlobStore, blobs: list[bytes], gate: threading.Barrier) -> list[str]:
+    def one(data: bytes) -> str:
+        try:
+            store.ingest(_racing_chunks(data, gate))
+        except ResourceExhausted:
+            return "full"
+        return "stored"
+
+    with ThreadPoolExecutor(len(blobs)) as pool:
+        return sorted(pool.map(one, blobs))
+
+
+def test_racing_uploads_keep_the_bound(tmp_path: Path) -> None:
+    """Eight threads upload 1 KiB blobs at once under a 3 KiB bound: space is reserved before the
+    first write, so exactly three are stored and the disk never held more than 3 KiB."""
+    store = BlobStore(tmp_path, 3 << 10)
+    blobs = [os.urandom(1 << 10) for _ in range(8)]
+    gate = threading.Barrier(3, timeout=10)  # only those that got a reservation reach it
+    outcomes = _race(store, blobs, gate)
+    assert outcomes == ["full"] * 5 + ["stored"] * 3
+    assert store.used_bytes == 3 << 10 == _disk_bytes(store)
+    assert _leftover_temps(store) == []
+
+
+def test_reservation_counts_before_any_byte_is_written(tmp_path: Path) -> None:
+    """While an upload is in flight its declared size is in the total; a second one that would
+    not fit is refused at once, and nothing of it reaches the disk."""
+    store = BlobStore(tmp_path, 100)
+    data = os.urandom(80)
+    chunks = iter(_chunks(data, size=10))
+    stream = store.ingest  # the first upload is driven by hand through a generator
+    held = threading.Event()
+    release = threading.Event()
+
+    def slow() -> Iterator[Chunk]:
+        yield next(chunks)
+        held.set()
+        release.wait(10)
+        yield from chunks
+
+    t = threading.Thread(target=stream, args=(slow(),))
+    t.start()
+    assert held.wait(10)
+    try:
+        assert store.used_bytes == 80
+        with pytest.raises(ResourceExhausted, match="reserved"):
+            store.ingest(_chunks(os.urandom(30)))
+    finally:
+        release.set()
+        t.join(10)
+    assert store.used_bytes == 80 == _disk_bytes(store)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    ["truncated stream", "wrong bytes", "stream error", "out of order"],
+)
+def test_failed_upload_releases_its_reservation(tmp_path: Path, failure: str) -> None:
+    """Every way an upload can fail after its reservation gives the space back."""
+    store = BlobStore(tmp_path, 64)
+    data = b"x" * 60
+    d = hashlib.sha256(data).hexdigest()
+
+    def broken() -> Iterator[Chunk]:
+        yield Chunk(d, 60, 0, data[:20])
+        raise OSError(errno.ECONNRESET, "client went away")
+
+    streams: dict[str, Iterable[Chunk]] = {
+        "truncated stream": _chunks(data, 20)[:2],
+        "wrong bytes": [Chunk(d, 60, 0, b"y" * 60)],
+        "stream error": broken(),
+        "out of order": [Chunk(d, 60, 0, data[:20]), Chunk(d, 60, 40, data[40:])],
+    }
+    with pytest.raises((InvalidArgument, OSError)):
+        store.ingest(streams[failure])
+    assert store.used_bytes == 0
+    assert _leftover_temps(store) == []
+    assert store.ingest(_chunks(data)).blobs_stored == 1  # the full bound is usable again
+
+
+def test_duplicate_upload_is_counted_once(tmp_path: Path) -> None:
+    """The same blob uploaded by two racing streams is stored and counted once."""
+    store = BlobStore(tmp_path, 1 << 20)
+    data = os.urandom(512)
+    gate = threading.Barrier(2, timeout=10)
+    outcomes = _race(store, [data, data], gate)
+    assert outcomes == ["stored", "stored"]
+    assert store.used_bytes == 512 == _disk_bytes(store)
+
+
+def test_alone_a_store_never_rescans(tmp_path: Path) -> None:
+    """One process on the directory: the total is trusted, however much time passes."""
+    scan, clock = CountingScan(), FakeClock()
+    store = BlobStore(tmp_path, 1 << 20, scan=scan, clock=clock)
+    for i in range(5):
+        clock.now += 10
+        store.ingest(_chunks(f"a{i}".encode()))
+    assert scan.calls == 1
+
+
+def test_shared_directory_is_rescanned_at_most_once_per_interval(tmp_path: Path) -> None:
+    """Two stores on one directory see each other (the .users lock): before a reservation each
+    rescans when its last check is older than the interval, so a sibling's blobs count again."""
+    scan, clock = CountingScan(), FakeClock()
+    a = BlobStore(tmp_path, 1 << 20, scan=scan, clock=clock, rescan_interval=1.0)
+    b = BlobStore(tmp_path, 1 << 20)
+    b.ingest(_chunks(b"from-b" * 10))  # 60 bytes a does not know about yet
+    a.ingest(_chunks(b"a-one"))  # within the interval: no rescan
+    assert (scan.calls, a.used_bytes) == (1, 5)
+    clock.now += 1.5
+    a.ingest(_chunks(b"a-two"))
+    assert scan.calls == 2
+    assert a.used_bytes == 70  # b's blob, a-one and a-two
+    b.close()
+    clock.now += 1.5
+    a.ingest(_chunks(b"a-three"))  # alone again: no rescan
+    assert scan.calls == 2
+
+
+def test_shared_store_total_is_enforced_over_a_siblings_blobs(tmp_path: Path) -> None:
+    """After a rescan, a sibling's blobs are evicted like one's own to keep the bound."""
+    clock = FakeClock()
+    a = BlobStore(tmp_path, 100, clock=clock)
+    b = BlobStore(tmp_path, 100)
+    b.ingest(_chunks(b"b" * 90))
+    clock.now += 2
+    a.ingest(_chunks(b"a" * 50))
+    sibling = hashlib.sha256(b"b" * 90).hexdigest()
+    assert a.missing([sibling]) == [sibling]
+    assert _disk_bytes(a) == a.used_bytes == 50
