@@ -98,12 +98,12 @@ class _Users:
     whether any other process holds one (any failure to tell counts as "not alone")."""
 
     def __init__(self, root: Path) -> None:
-        self._fd: int | None = os.open(
-            root / ".users", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
-        )
+        self._fd: int | None = None
+        flags = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
+            self._fd = os.open(root / ".users", flags, 0o644)
             fcntl.flock(self._fd, fcntl.LOCK_SH)
-        except OSError:  # a file system without flock: behave as if always shared
+        except OSError:  # no lock file or no flock here: behave as if always shared
             self.close()
 
     def alone(self) -> bool:

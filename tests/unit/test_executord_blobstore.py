@@ -316,3 +316,15 @@ def test_shared_store_total_is_enforced_over_a_siblings_blobs(tmp_path: Path) ->
     sibling = hashlib.sha256(b"b" * 90).hexdigest()
     assert a.missing([sibling]) == [sibling]
     assert _disk_bytes(a) == a.used_bytes == 50
+
+
+def test_unlockable_users_file_counts_as_shared(tmp_path: Path) -> None:
+    """A .users that cannot be opened and locked (here a planted symlink, never followed) makes
+    the store assume siblings: it rescans at the interval instead of trusting its own total."""
+    tmp_path.joinpath("elsewhere").write_text("x")
+    tmp_path.joinpath(".users").symlink_to(tmp_path / "elsewhere")
+    scan, clock = CountingScan(), FakeClock()
+    store = BlobStore(tmp_path, 1 << 20, scan=scan, clock=clock)
+    clock.now += 2
+    store.ingest(_chunks(b"one"))
+    assert scan.calls == 2
