@@ -29,7 +29,7 @@ from patchgate.pins import FixturePin, parse_fixture_pin, parse_flakes, parse_pr
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "reference"
-SCHEMAS = REFERENCE / "schema"
+SCHEMAS = ROOT / "patchgate" / "schema"  # package data; the reference pages link it
 PIN_KINDS = ("fixtures", "properties", "flakes")
 PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 H = "a" * 64
