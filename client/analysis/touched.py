@@ -77,6 +77,8 @@ def judge(changes: Sequence[PathChange], layout: Layout, base: Reader, patched: 
             found = pyproject_roles(base(path), patched(path)) if regular else {"harness"}
             roles[path] = tuple(sorted(found)) or ("data",)  # only inert tables or comments
             continue
+        if role == "data" and not change.is_regular_pair:
+            role = "harness"  # a symlink may make Python or pytest load what it points to
         roles[path] = (role,)
         if role != "source":
             continue

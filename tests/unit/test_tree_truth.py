@@ -129,6 +129,16 @@ def test_mode_only_change_is_a_change(repos: dict[str, Path]) -> None:
     assert t.symbols == ("module:billing.orders",)
 
 
+def test_a_symlink_outside_the_source_is_harness(repos: dict[str, Path]) -> None:
+    """A directory link named like a package (``billing2 -> billing``) is importable: R7."""
+    patch = (
+        b"diff --git a/billing2 b/billing2\nnew file mode 120000\nindex 0000000..1111111\n"
+        b"--- /dev/null\n+++ b/billing2\n@@ -0,0 +1 @@\n+billing\n\\ No newline at end of file\n"
+    )
+    t = _judge_patch(repos["billing"], patch)
+    assert t.oracle_moves == ("billing2",)
+
+
 def test_unknown_covers_are_listed(repos: dict[str, Path], tmp_path: Path) -> None:
     repo = tmp_path / "r"
     shutil.copytree(repos["textkit"], repo)

@@ -1,0 +1,103 @@
+"""The attack corpus (tests/attacks/) through ``patchgate check`` with a real signer, a real
+executor and real containers (issue 13): no attack is admitted, each is rejected with the codes
+its manifest entry names, and the receipt names every path the patch changed. The controls (benign
+patches) must be admitted, so this test can fail.
+
+One daemon pair serves the whole module; each entry gets a fresh copy of its target repository.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.attacks.repos import Entry, build, entries
+from tests.conftest import make_key
+from tests.integration.fixtures_executor import start_executor
+from tests.integration.fixtures_gate import BillingRepo, Gate
+from tests.integration.fixtures_signer import start_signer
+
+pytestmark = [pytest.mark.integration, pytest.mark.docker]
+
+
+@pytest.fixture(scope="module")
+def attack_gate(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gate]:
+    """One signer and one executor of one operator key for every entry of the corpus."""
+    tmp = tmp_path_factory.mktemp("attacks")
+    key = make_key(tmp / "operator", "operator")
+    signer = start_signer([key.key_path], workdir=tmp)
+    executor = start_executor(tmp, key.keyring_path)
+    try:
+        work = tmp / "gate"
+        work.mkdir()
+        yield Gate(
+            signer=signer.address, executor=executor.address, keyring=key.keyring_path, tmp=work
+        )
+    finally:
+        executor.stop()
+        signer.stop()
+        shutil.rmtree(signer.socket_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("attack-bases")
+    return {name: build(name, root / name) for name in ("billing", "textkit")}
+
+
+def _changed_paths(base: Path, patch: Path, tmp: Path) -> list[str]:
+    """What ``git apply -p1`` changes, asked of git directly (not of the gate): [] if refused."""
+    work = tmp / "applied"
+    shutil.copytree(base, work, symlinks=True)
+    proc = subprocess.run(
+        ["git", "apply", "-p1", str(patch)], cwd=work, capture_output=True, check=False
+    )
+    if proc.returncode != 0:
+        return []
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True, capture_output=True)
+    out = subprocess.run(
+        ["git", "diff", "--cached", "--name-only", "--no-renames", "-z"],
+        cwd=work, check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return sorted(p for p in out.split("\0") if p)
+
+
+def _named(receipt: dict[str, Any], path: str) -> bool:
+    """``path`` is an excluded path of the receipt or the file of one of its changed symbols."""
+    if path in receipt["excluded_paths"]:
+        return True
+    stem = path.removesuffix(".py").removesuffix("/__init__")
+    parts = stem.split("/")
+    candidates = {".".join(parts[i:]) for i in range(len(parts))}  # a module from any root
+    return any(
+        s.removeprefix("module:") in candidates or any(s.startswith(m + ".") for m in candidates)
+        for s in receipt["changed_symbols"]
+    )
+
+
+@pytest.mark.parametrize("entry", entries(), ids=lambda e: e.id)
+def test_attack_corpus_entry(
+    entry: Entry, attack_gate: Gate, bases: dict[str, Path], tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(bases[str(entry["repo"])], repo, symlinks=True)
+    run = attack_gate.check(BillingRepo(repo), entry.patch)
+    receipt = run.receipt
+    where = f"{entry.id}: exit {run.code}\n{run.stdout}\n{run.stderr}"
+    assert run.code == entry["exit"], where
+    if entry.get("control"):
+        assert receipt["admit"] is True, where
+    else:
+        assert receipt["admit"] is False, where
+    for key in ("decision", "posture"):
+        if key in entry:
+            assert receipt[key] == entry[key], where
+    assert set(entry["codes"]) <= set(receipt["rejection_codes"]), where  # type: ignore[arg-type]
+    assert set(entry.get("symbols", [])) <= set(receipt["changed_symbols"]), where  # type: ignore[arg-type]
+    changed = _changed_paths(repo, entry.patch, tmp_path)
+    assert [p for p in changed if not _named(receipt, p)] == [], where
