@@ -1,34 +1,49 @@
 """An in-memory ContainerRuntime for unit tests (no engine): scripted outcomes, full bookkeeping.
 
-Each created container gets a ``FakeRun`` from the ``script`` callable; ``start`` writes its JUnit
-XML into the spec's writable ``/results`` mount, as pytest would inside a real sandbox.
+Each created container gets a ``FakeRun`` from the ``script`` callable. ``start`` plays the
+executor's reporter: the records it would have streamed (one passing item per node id of the argv,
+unless scripted) are kept by nonce and handed to the run's ``FakeChannel`` (``FakeRuntime.channel``
+is the executor's channel factory in unit tests), and the scripted stdout/stderr go to the spec's
+output capture. No socket, no engine.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from executord.errors import SandboxError
+from executord.records import RecordLog
+from executord.runs import PLUGIN_PATH
 from executord.sandbox import ContainerSpec, SandboxPolicy
 
-__all__ = ["PASS_XML", "FakeRun", "FakeRuntime", "junit_xml"]
+__all__ = ["FakeChannel", "FakeRun", "FakeRuntime", "reporter_lines"]
 
 
-def junit_xml(name: str, classname: str, child: str = "") -> str:
-    """A one-testcase JUnit report; ``child`` is e.g. ``<failure message="..."/>``."""
-    return (
-        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">'
-        f'<testcase classname="{classname}" name="{name}">{child}</testcase>'
-        "</testsuite></testsuites>"
-    )
-
-
-PASS_XML = junit_xml("test_ok", "properties.test_x")
+def reporter_lines(
+    nonce: str,
+    items: Sequence[tuple[str, str, str]],
+    exitstatus: int | None,
+    *,
+    plugin: str = PLUGIN_PATH,
+) -> list[bytes]:
+    """The lines the real reporter sends: start, one item per (nodeid, outcome, failure), finish."""
+    recs: list[dict[str, Any]] = [{"kind": "start", "plugin": plugin, "pid": 1}]
+    recs += [
+        {"kind": "item", "nodeid": n, "outcome": o, "duration_ms": 1, "failure": f, "executed": []}
+        for n, o, f in items
+    ]
+    if exitstatus is not None:
+        recs.append({"kind": "finish", "exitstatus": exitstatus})
+    return [
+        json.dumps({"v": 1, "nonce": nonce, "seq": i, **r}).encode() for i, r in enumerate(recs)
+    ]
 
 
 @dataclass
@@ -36,7 +51,11 @@ class FakeRun:
     """What one fake container does."""
 
     exit_code: int = 0
-    junit: str | None = PASS_XML
+    items: tuple[tuple[str, str, str], ...] | None = None  # None: each argv node id passes
+    exitstatus: int | str | None = "exit"  # the reporter's final status; "exit": = exit_code
+    lines: Callable[[str], list[bytes]] | None = None  # exact lines for a nonce (a forger's)
+    stdout: bytes = b""
+    stderr: bytes = b""
     hang: bool = False
     oom: bool = False
     fail_on: str = ""  # "create" / "start" / "wait"
@@ -57,6 +76,7 @@ class FakeRuntime:
     removed: list[str] = field(default_factory=list)
     killed: list[str] = field(default_factory=list)
     _runs: dict[str, FakeRun] = field(default_factory=dict)
+    _lines: dict[str, list[bytes]] = field(default_factory=dict)
     _specs: dict[str, ContainerSpec] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -104,9 +124,29 @@ class FakeRuntime:
         run = self._runs[cid]
         if run.fail_on == "start":
             raise SandboxError(run.fail_kind, "fake start failure")
-        results = next(m.source for m in self._specs[cid].mounts if m.target == "/results")
-        if run.junit is not None:
-            (Path(results) / "junit.xml").write_text(run.junit, encoding="utf-8")
+        spec = self._specs[cid]
+        nonce = spec.env.get("PATCHGATE_REPORT_NONCE", "")
+        self._lines[nonce] = self._played(run, spec, nonce)
+        if spec.output is not None:
+            spec.output.add(1, run.stdout)
+            spec.output.add(2, run.stderr)
+            spec.output.done.set()
+
+    @staticmethod
+    def _played(run: FakeRun, spec: ContainerSpec, nonce: str) -> list[bytes]:
+        if run.lines is not None:
+            return run.lines(nonce)
+        items = run.items
+        if items is None:
+            args = [a for a in spec.argv if "::" in a and not a.startswith("-")]
+            items = tuple((a, "pass", "") for a in args)
+        status = run.exit_code if run.exitstatus == "exit" else run.exitstatus
+        return reporter_lines(nonce, items, status if isinstance(status, int) else None)
+
+    def channel(self, directory: Path, nonce: str) -> FakeChannel:
+        """The executor's channel factory in unit tests: the records ``start`` played."""
+        assert directory.is_dir()  # noqa: S101 - the executor made the run's directory
+        return FakeChannel(self._lines, nonce)
 
     def wait(self, cid: str, timeout_s: float) -> int | None:
         self._check()
@@ -143,3 +183,21 @@ class FakeRuntime:
     def live(self) -> list[str]:
         """Containers created and not removed."""
         return [c for c in self._specs if c not in self.removed]
+
+
+@dataclass
+class FakeChannel:
+    """A report channel fed from what the fake container played (see ``FakeRuntime.channel``)."""
+
+    played: dict[str, list[bytes]]
+    nonce: str
+    closed: bool = False
+
+    def finish(self, grace_s: float) -> RecordLog:
+        log = RecordLog(nonce=self.nonce)
+        for line in self.played.pop(self.nonce, []):
+            log.feed(line)
+        return log
+
+    def close(self) -> None:
+        self.closed = True

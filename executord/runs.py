@@ -3,12 +3,15 @@
 Everything that can refuse (envelope, role, digest recomputed from the bytes to be mounted, allowed
 commands, workspace paths, missing blobs) happens in ``prepare``, before any container exists, and
 raises FailedPrecondition or InvalidArgument. ``run`` never raises for a run's infrastructure
-problem: it becomes a transport record of that run. Outcomes come only from structured output.
+problem: it becomes a transport record of that run. Outcomes come only from the executor's own
+reporter, streamed live over the run's report channel, checked against the container's exit
+status (``executord.records``); nothing the sandbox could write is read back by the host.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import tempfile
 import threading
@@ -21,9 +24,18 @@ from pathlib import Path
 import structlog
 
 from executord.blobstore import BlobStore
+from executord.channel import (
+    SOCKET_NAME,
+    TARGETS_NAME,
+    ChannelFactory,
+    ReportChannel,
+    write_targets,
+)
 from executord.checks import check_request
 from executord.errors import FailedPrecondition, SandboxError
-from executord.junit import outcome_from_junit
+from executord.output import TAIL_BYTES, OutputCapture, printable
+from executord.records import node_arguments, property_outcome
+from executord.reporter import MODULE, REPORTER_DIR
 from executord.request import ExecuteInput, PropertyRun
 from executord.sandbox import ContainerRuntime, ContainerSpec, Mount, SandboxPolicy, run_container
 from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
@@ -35,11 +47,15 @@ from patchgate.report import sign_result
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.v1 import executor_pb2
 
-__all__ = ["Executor", "Prepared", "Progress"]
+__all__ = ["Executor", "Prepared", "Progress", "with_reporter"]
 
 log = structlog.get_logger("executord.runs")
 WORKSPACE = "/workspace"
-RESULTS = "/results"
+REPORTER = "/patchgate/reporter"  # the reporter plugin, read-only
+RUN = "/patchgate/run"  # the run's report socket and targets, read-only
+PLUGIN_PATH = f"{REPORTER}/{MODULE}.py"
+LOG_BUDGET = 2 << 20  # bytes of stdout+stderr tails per report, shared by its runs
+_DRAIN_S = 2.0  # after the container ended: how long the report stream may take to close
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,7 @@ class Executor:
         base_path: tuple[str, ...] = ("/usr/local/bin", "/usr/bin", "/bin"),
         max_parallel: int,
         labels: dict[str, str],
+        channels: ChannelFactory = ReportChannel.open,
     ) -> None:
         if signer.role != "executor":
             raise ValueError("the executor signs with an executor key only")
@@ -104,6 +121,7 @@ class Executor:
         self.max_parallel = max(1, max_parallel)
         self._slots = threading.BoundedSemaphore(self.max_parallel)
         self.labels = labels
+        self.channels = channels
 
     @property
     def keyid(self) -> str:
@@ -193,13 +211,15 @@ class Executor:
         emit(Progress("", 0, "verify", f"envelope by {prepared.statement.keyid[:16]}; digest ok"))
         emit(Progress("", 0, "materialize", f"{len(inp.workspace)} workspace files"))
         jobs = [(i, p, r) for i, p in enumerate(inp.properties) for r in range(1, inp.runs + 1)]
+        tail = min(TAIL_BYTES, LOG_BUDGET // (2 * len(jobs) or 1))
+        captures = {(i, r): OutputCapture(tail) for i, _p, r in jobs}
         results: dict[tuple[int, int], RunOutcome | TransportRecord] = {}
         phase_ms = {"container_start_ms": 0, "run_ms": 0, "collect_ms": 0}
         lock = threading.Lock()
 
         def one(job: tuple[int, PropertyRun, int]) -> None:
             i, prop, r = job
-            res, ms = self._guarded_run(prepared, i, prop, r, emit, cancel)
+            res, ms = self._guarded_run(prepared, i, prop, r, emit, cancel, captures[i, r])
             with lock:
                 results[(i, r)] = res
                 for k, v in ms.items():
@@ -224,6 +244,11 @@ class Executor:
             sandbox=self.policy.to_proto(prepared.statement.manifest.clock_bound_ms),
             started_at=started,
             finished_at=now_utc(),
+            logs=[
+                _run_log(inp.properties[i].id, r, c)
+                for (i, r), c in sorted(captures.items())
+                if c.done.is_set()
+            ],
         )
         return report, sign_result(report, self._signer)
 
@@ -235,13 +260,14 @@ class Executor:
         run_index: int,
         emit: Callable[[Progress], None],
         cancel: threading.Event,
+        capture: OutputCapture,
     ) -> tuple[RunOutcome | TransportRecord, dict[str, int]]:
         """One run under a parallelism slot; infrastructure failures become transport records."""
         while not self._slots.acquire(timeout=0.5):
             if cancel.is_set():
                 return _transport(prop, run_index, SandboxError("internal", "cancelled")), {}
         try:
-            return self._one_run(prepared, index, prop, run_index, emit, cancel)
+            return self._one_run(prepared, index, prop, run_index, emit, cancel, capture)
         except SandboxError as exc:
             log.warning("run transport failure", property=prop.id, run=run_index, kind=exc.kind)
             return _transport(prop, run_index, exc), {}
@@ -259,41 +285,52 @@ class Executor:
         run_index: int,
         emit: Callable[[Progress], None],
         cancel: threading.Event,
+        capture: OutputCapture,
     ) -> tuple[RunOutcome | TransportRecord, dict[str, int]]:
         if self.observed_digest(prepared) != prepared.statement.digest:
             raise SandboxError("internal", "fixture bytes changed before this run; not run")
-        results = prepared.req_dir / "results" / f"{index}-{run_index}"
-        results.mkdir(parents=True, mode=0o700)
-        results.chmod(0o777)  # the sandbox user writes here; the parent stays 0700
-        manifest = prepared.statement.manifest
-        argv = (*prop.command, f"--junitxml={RESULTS}/junit.xml")
+        run_dir = prepared.req_dir / "runs" / f"{index}-{run_index}"
+        run_dir.mkdir(parents=True, mode=0o755)
+        run_dir.chmod(0o755)  # the sandbox user reaches the socket; the request dir stays 0700
+        inp, manifest = prepared.inp, prepared.statement.manifest
+        targets = [(t.path, t.first_line, t.last_line, t.name) for t in inp.targets]
+        if targets:
+            write_targets(run_dir, targets)
+        nonce = secrets.token_hex(16)
         spec = ContainerSpec(
-            argv=argv,
+            argv=with_reporter(prop.command),
             mounts=(
                 *self.host_mounts,
                 Mount(str(prepared.workspace_dir), WORKSPACE),
-                Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{prepared.inp.fixture_root}"),
-                Mount(str(results), RESULTS, read_only=False),
+                Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{inp.fixture_root}"),
+                Mount(str(REPORTER_DIR), REPORTER),
+                Mount(str(run_dir), RUN),
             ),
-            env=self._env(manifest.seed),
+            env=self._env(manifest.seed, nonce, with_targets=bool(targets)),
             workdir=WORKSPACE,
             labels={
                 **self.labels,
-                "patchgate.request": prepared.inp.request_id[:128],
+                "patchgate.request": inp.request_id[:128],
                 "patchgate.property": prop.id,
                 "patchgate.run": str(run_index),
             },
+            output=capture,
         )
-        emit(Progress(prop.id, run_index, "start"))
-        done = run_container(
-            self.runtime,
-            spec,
-            self.policy,
-            clock_bound_s=manifest.clock_bound_ms / 1000,
-            cancel=cancel,
-        )
-        emit(Progress(prop.id, run_index, "run", f"exit {done.exit_code}"))
-        t0 = time.monotonic()
+        channel = self.channels(run_dir, nonce)
+        try:
+            emit(Progress(prop.id, run_index, "start"))
+            done = run_container(
+                self.runtime,
+                spec,
+                self.policy,
+                clock_bound_s=manifest.clock_bound_ms / 1000,
+                cancel=cancel,
+            )
+            emit(Progress(prop.id, run_index, "run", f"exit {done.exit_code}"))
+            t0 = time.monotonic()
+            records = channel.finish(_DRAIN_S)
+        finally:
+            channel.close()
         if done.oom_killed:
             raise SandboxError(
                 "resource_exhausted", f"OOM-killed at {self.policy.memory_bytes} bytes"
@@ -307,8 +344,13 @@ class Executor:
                 done.run_ms,
             )
         else:
-            status, failure = outcome_from_junit(results / "junit.xml", prop.command)
-            outcome = RunOutcome.make(prop.id, run_index, status, failure, done.run_ms)
+            node_args = node_arguments(prop.command, manifest.allowed_commands)
+            status, failure, executed = property_outcome(
+                records, node_args, done.exit_code, PLUGIN_PATH
+            )
+            outcome = RunOutcome.make(
+                prop.id, run_index, status, failure, done.run_ms, executed=executed
+            )
         collect = int((time.monotonic() - t0) * 1000)
         emit(Progress(prop.id, run_index, "done", outcome.outcome))
         return outcome, {
@@ -317,9 +359,9 @@ class Executor:
             "collect_ms": collect,
         }
 
-    def _env(self, seed: int) -> dict[str, str]:
+    def _env(self, seed: int, nonce: str, *, with_targets: bool) -> dict[str, str]:
         """The whole environment of a sandbox: nothing from the daemon's own."""
-        return {
+        env = {
             "PATH": ":".join([*self.path_dirs, *self.base_path]),
             "HOME": "/tmp",  # noqa: S108 - the sandbox's tmpfs
             "TMPDIR": "/tmp",  # noqa: S108
@@ -327,7 +369,31 @@ class Executor:
             "PATCHGATE_SEED": str(seed),
             "PYTHONHASHSEED": str(seed % (1 << 32)),
             "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": REPORTER,
+            "PATCHGATE_REPORT_NONCE": nonce,
+            "PATCHGATE_REPORT_SOCKET": f"{RUN}/{SOCKET_NAME}",
         }
+        if with_targets:
+            env["PATCHGATE_REPORT_TARGETS"] = f"{RUN}/{TARGETS_NAME}"
+        return env
+
+
+def with_reporter(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The signed argv with ``-p patchgate_reporter`` (before a ``--``, if the argv has one)."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    return (*argv[:cut], "-p", MODULE, *argv[cut:])
+
+
+def _run_log(property_id: str, run_index: int, capture: OutputCapture) -> executor_pb2.RunLog:
+    out, err, out_n, err_n = capture.tails()
+    return executor_pb2.RunLog(
+        property_id=property_id,
+        run_index=run_index,
+        stdout_tail=printable(out),
+        stderr_tail=printable(err),
+        stdout_bytes=out_n,
+        stderr_bytes=err_n,
+    )
 
 
 def _with_files(m: Manifest, files: dict[str, FileEntry]) -> Manifest:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import structlog
 
 from executord.errors import SandboxError
+from executord.output import OutputCapture, OutputPump
 from patchgate.v1 import executor_pb2
 
 __all__ = [
@@ -98,6 +99,7 @@ class ContainerSpec:
     env: Mapping[str, str]
     workdir: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    output: OutputCapture | None = field(default=None, compare=False)  # stdout/stderr tails
 
 
 @dataclass(frozen=True)
@@ -219,6 +221,8 @@ class DockerRuntime:
         except docker.errors.DockerException as exc:
             raise SandboxError("unavailable", f"docker engine: {exc}") from exc
         self._docker = docker
+        self._outputs: dict[str, OutputCapture] = {}  # created, not yet attached
+        self._pumps: dict[str, OutputPump] = {}  # attached, until removed
 
     def _convert(
         self, exc: Exception, what: str, *, start: bool = False, container: bool = False
@@ -294,6 +298,7 @@ class DockerRuntime:
             nano_cpus=policy.nano_cpus,
             runtime=policy.runtime,
             ipc_mode="private",
+            log_config=types.LogConfig(type="none"),  # no engine log on disk; see ``output``
         )
         try:
             created = self._api.create_container(
@@ -308,9 +313,12 @@ class DockerRuntime:
             )
         except Exception as exc:
             raise self._convert(exc, "create container", start=True) from exc
+        if spec.output is not None:
+            self._outputs[str(created["Id"])] = spec.output
         return str(created["Id"])
 
     def start(self, cid: str) -> None:
+        self._attach(cid)
         try:
             self._api.start(cid)
         except Exception as exc:
@@ -366,7 +374,22 @@ class DockerRuntime:
         except Exception as exc:
             raise self._convert(exc, "kill container") from exc
 
+    def _attach(self, cid: str) -> None:
+        """Before start: stream the container's stdout/stderr into its spec's capture."""
+        capture = self._outputs.pop(cid, None)
+        if capture is None:
+            return
+        try:
+            sock = self._api.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1})
+        except Exception as exc:
+            raise self._convert(exc, "attach container", start=True) from exc
+        self._pumps[cid] = OutputPump(sock, capture)
+
     def remove(self, cid: str) -> None:
+        self._outputs.pop(cid, None)
+        pump = self._pumps.pop(cid, None)
+        if pump is not None:
+            pump.stop(grace_s=2.0)
         try:
             self._api.remove_container(cid, force=True, v=True)
         except self._docker.errors.NotFound:

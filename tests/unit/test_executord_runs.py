@@ -11,7 +11,7 @@ import pytest
 
 from executord.blobstore import BlobStore, Chunk
 from executord.errors import FailedPrecondition, InvalidArgument
-from executord.fakeruntime import FakeRun, FakeRuntime, junit_xml
+from executord.fakeruntime import FakeRun, FakeRuntime, reporter_lines
 from executord.request import ExecuteInput, PropertyRun, TreeItem
 from executord.runs import Executor
 from executord.sandbox import Mount, SandboxPolicy
@@ -81,6 +81,7 @@ def _rig(tmp_path: Path, runtime: FakeRuntime | None = None, clock_bound_ms: int
         work_dir=tmp_path / "work",
         max_parallel=2,
         labels={"patchgate.executord": "t"},
+        channels=runtime.channel,
     )
     return Rig(executor, runtime, store, envelope, manifest)
 
@@ -188,19 +189,20 @@ def test_two_runs_in_fresh_containers_all_removed(tmp_path: Path) -> None:
 
 
 def test_sandbox_spec_follows_policy(tmp_path: Path) -> None:
-    """Scrubbed env with the signed seed; only the results dir is writable; junit into it."""
+    """Scrubbed env with the signed seed and the reporter's nonce; no writable bind mount."""
     rig = _rig(tmp_path)
     _execute(rig, runs=1)
     spec = rig.runtime.created[0]
     assert spec.env["PATCHGATE_SEED"] == spec.env["PYTHONHASHSEED"] == "7"
     assert spec.env["PYTHONDONTWRITEBYTECODE"] == "1"
     assert set(spec.env) == {"PATH", "HOME", "TMPDIR", "LANG", "PATCHGATE_SEED", "PYTHONHASHSEED",
-                             "PYTHONDONTWRITEBYTECODE"}  # fmt: skip
-    writable = [m.target for m in spec.mounts if not m.read_only]
-    assert writable == ["/results"]
+                             "PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PATCHGATE_REPORT_NONCE",
+                             "PATCHGATE_REPORT_SOCKET"}  # fmt: skip
+    assert len(spec.env["PATCHGATE_REPORT_NONCE"]) == 32
+    assert [m.target for m in spec.mounts if not m.read_only] == []
     targets = {m.target for m in spec.mounts}
-    assert {"/workspace", "/workspace/fixtures"} <= targets
-    assert spec.argv[-1] == "--junitxml=/results/junit.xml"
+    assert {"/workspace", "/workspace/fixtures", "/patchgate/reporter", "/patchgate/run"} <= targets
+    assert spec.argv == (*OK.command, "-p", "patchgate_reporter")
     assert spec.workdir == "/workspace"
     policy = rig.runtime.policies[0]
     assert (policy.network_mode, policy.read_only_rootfs, policy.cap_drop) == (
@@ -222,7 +224,7 @@ def test_clock_bound_kills_and_removes(tmp_path: Path) -> None:
 
 def test_oom_is_transport_not_outcome(tmp_path: Path) -> None:
     """OOM-killed from the container state: resource_exhausted transport record."""
-    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: FakeRun(oom=True, junit=None)))
+    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: FakeRun(oom=True, exitstatus=None)))
     report = _execute(rig, runs=1)
     assert list(report.outcomes) == []
     assert report.transport[0].kind == 6  # TRANSPORT_KIND_RESOURCE_EXHAUSTED
@@ -261,13 +263,88 @@ def test_cancel_kills_running_containers(tmp_path: Path) -> None:
 
 def test_failure_signature_and_equal_hashes(tmp_path: Path) -> None:
     """A failing property fails both runs with equal outcome hashes."""
-    xml = junit_xml(
-        "test_ok", "properties.test_x", '<failure message="AssertionError: at 0x7f00"/>'
-    )
-    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: FakeRun(junit=xml, exit_code=1)))
+    items = ((OK.command[-1], "fail", "AssertionError: at 0x7f00"),)
+    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: FakeRun(items=items, exit_code=1)))
     report = _execute(rig)
     assert [o.outcome for o in report.outcomes] == [2, 2]
     assert report.outcomes[0].outcome_hash == report.outcomes[1].outcome_hash
+    assert "AssertionError" in report.outcomes[0].failure_signature
+
+
+# -- the outcome rule: the reporter's records and the exit status must agree ---------------------
+
+NODE = OK.command[-1]
+
+
+@pytest.mark.parametrize(
+    ("run", "outcome", "why"),
+    [
+        (FakeRun(exit_code=1), "error", "report and exit status disagree"),
+        (FakeRun(items=((NODE, "fail", "boom"),), exit_code=0), "error", "disagree"),
+        (FakeRun(exit_code=1, exitstatus=0), "error", "disagree"),
+        (FakeRun(exitstatus=None), "error", "without the reporter's final record"),
+        (FakeRun(items=()), "error", "missing from the test report"),
+        (FakeRun(items=(("properties/test_x.py::test_other", "pass", ""),)), "error", "missing"),
+        (FakeRun(items=((NODE, "skip", "why"),)), "error", "skipped"),
+        (FakeRun(items=((NODE, "error", "setup: boom"),), exit_code=1), "error", "setup: boom"),
+        (FakeRun(lines=lambda _n: []), "error", "no report from the executor's reporter"),
+        (FakeRun(lines=lambda n: reporter_lines(n, ((NODE, "pass", ""),), 0, plugin="/w/x.py")),
+         "error", "another module"),
+    ],
+)  # fmt: skip
+def test_outcome_needs_report_and_exit_status_to_agree(
+    tmp_path: Path, run: FakeRun, outcome: str, why: str
+) -> None:
+    """pass only with the reporter's pass and exit 0; every disagreement or gap is error."""
+    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: run))
+    report = _execute(rig, runs=1)
+    assert report.transport == []
+    assert report.outcomes[0].outcome == {"pass": 1, "fail": 2, "error": 3}[outcome]
+    assert why in report.outcomes[0].failure_signature
+
+
+def test_forged_pass_then_real_failure_is_a_record_taken_back(tmp_path: Path) -> None:
+    """Code under test that sends a pass for its own test first: the real failure takes it back."""
+
+    def forged(nonce: str) -> list[bytes]:
+        return reporter_lines(nonce, ((NODE, "pass", ""), (NODE, "fail", "real")), 0)
+
+    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: FakeRun(lines=forged)))
+    out = _execute(rig, runs=1).outcomes[0]
+    assert (out.outcome, "record taken back" in out.failure_signature) == (3, True)
+
+
+def test_records_without_the_run_nonce_are_refused(tmp_path: Path) -> None:
+    """A passing report under another nonce (replayed from another run) is error."""
+    run = FakeRun(lines=lambda _n: reporter_lines("f" * 32, ((NODE, "pass", ""),), 0))
+    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: run))
+    out = _execute(rig, runs=1).outcomes[0]
+    assert out.outcome == 3
+    assert "nonce" in out.failure_signature
+
+
+def test_stdout_and_stderr_tails_go_into_the_signed_report(tmp_path: Path) -> None:
+    """Each run's output tail is in the report's logs, capped, with the full byte counts."""
+    run = FakeRun(stdout=b"x" * 200_000 + b"END", stderr=b"warn\x00\xff\n")
+    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: run))
+    report = _execute(rig)
+    assert [(g.property_id, g.run_index) for g in report.logs] == [("p.ok", 1), ("p.ok", 2)]
+    log = report.logs[0]
+    assert log.stdout_bytes == 200_003
+    assert len(log.stdout_tail) == 64 << 10
+    assert log.stdout_tail.endswith("END")
+    assert log.stderr_tail == "warn??\n"
+    assert report.outcomes[0].outcome == 1  # never read for outcomes
+
+
+def test_many_runs_share_the_log_budget(tmp_path: Path) -> None:
+    """Tails shrink so that a report of many runs stays far below the message limit."""
+    run = FakeRun(stdout=b"y" * 100_000)
+    rig = _rig(tmp_path, FakeRuntime(script=lambda _s: run))
+    props = tuple(PropertyRun(f"p{i}", OK.command) for i in range(20))
+    report = _execute(rig, properties=props, runs=2)
+    assert sum(len(g.stdout_tail) + len(g.stderr_tail) for g in report.logs) <= 2 << 20
+    assert all(g.stdout_bytes == 100_000 for g in report.logs)
 
 
 # -- signing ------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def _run(tmp_path: Path, run: FakeRun, *, bound_s: float = 5.0) -> tuple[FakeRun
 
 def test_kill_from_outside_is_killed_externally_and_removed(tmp_path: Path) -> None:
     """``docker kill`` by someone else: transport ``killed_externally``, never an exit to score."""
-    runtime, got = _run(tmp_path, FakeRun(junit=None, killed_externally=True))
+    runtime, got = _run(tmp_path, FakeRun(killed_externally=True))
     assert isinstance(got, SandboxError)
     assert got.kind == "killed_externally"
     assert "exit 137" in got.detail
@@ -50,7 +50,7 @@ def test_container_removed_mid_wait_is_killed_externally(tmp_path: Path) -> None
 
 def test_own_clock_bound_kill_is_not_external(tmp_path: Path) -> None:
     """The executor's own kill at the clock bound stays ``timed_out`` (→ exceeded_bound)."""
-    runtime, got = _run(tmp_path, FakeRun(hang=True, junit=None), bound_s=0.05)
+    runtime, got = _run(tmp_path, FakeRun(hang=True), bound_s=0.05)
     assert not isinstance(got, SandboxError)
     assert got.timed_out  # type: ignore[attr-defined]
     assert runtime.killed
@@ -59,14 +59,14 @@ def test_own_clock_bound_kill_is_not_external(tmp_path: Path) -> None:
 
 def test_oom_is_not_external(tmp_path: Path) -> None:
     """The kernel's OOM kill is reported as such (→ resource_exhausted), not as an outsider."""
-    _, got = _run(tmp_path, FakeRun(oom=True, junit=None))
+    _, got = _run(tmp_path, FakeRun(oom=True))
     assert not isinstance(got, SandboxError)
     assert got.oom_killed  # type: ignore[attr-defined]
 
 
 def test_exit_137_without_a_kill_request_is_an_exit(tmp_path: Path) -> None:
     """Code that exits 137 by itself does not get to pass as an outside kill."""
-    _, got = _run(tmp_path, FakeRun(exit_code=137, junit=None))
+    _, got = _run(tmp_path, FakeRun(exit_code=137))
     assert not isinstance(got, SandboxError)
     assert got.exit_code == 137  # type: ignore[attr-defined]
 

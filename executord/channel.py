@@ -1,0 +1,188 @@
+"""The per-run report channel: a unix socket the sandbox's reporter connects to, read live.
+
+The executor creates one directory per run holding ``report.sock`` (and ``targets.json`` when the
+request names target code) and bind-mounts it **read-only** at ``/patchgate/run``: the code under
+test can connect to the socket but cannot replace, remove or rename it. A thread reads records as
+they arrive and hands each line to a ``RecordLog``. Only the first connection is read; any later
+one is closed at once and noted as a problem. Lines, records and bytes are capped; past a cap the
+connection is closed (the reporter's next send fails, the run goes on) and the problem makes the
+run's properties ``error``. The reader never blocks: non-blocking sockets under a short ``select``,
+and ``finish`` waits a bounded grace for the end of the stream after the container has ended.
+
+The socket is bound through ``/proc/self/fd/<dir fd>/report.sock``, so a long state directory
+never runs into the 108-byte limit of unix socket paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from executord.records import MAX_RECORD_BYTES, RecordLog
+
+__all__ = [
+    "MAX_CHANNEL_BYTES",
+    "SOCKET_NAME",
+    "TARGETS_NAME",
+    "Channel",
+    "ChannelFactory",
+    "ReportChannel",
+    "write_targets",
+]
+
+SOCKET_NAME = "report.sock"
+TARGETS_NAME = "targets.json"
+MAX_CHANNEL_BYTES = 8 << 20
+_SLICE_S = 0.05
+_RECV = 64 << 10
+
+
+class Channel(Protocol):
+    """What a run needs from its report channel."""
+
+    def finish(self, grace_s: float) -> RecordLog:
+        """Stop reading (after at most ``grace_s`` waiting for the stream's end); the records."""
+
+    def close(self) -> None:
+        """Release everything (idempotent)."""
+
+
+ChannelFactory = Callable[[Path, str], Channel]
+
+
+def write_targets(directory: Path, targets: Sequence[tuple[str, int, int, str]]) -> None:
+    """``targets.json`` for the reporter: (workspace path, first line, last line, name) each."""
+    path = directory / TARGETS_NAME
+    doc = [{"path": p, "first": f, "last": la, "name": n} for p, f, la, n in targets]
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    path.chmod(0o444)
+
+
+class ReportChannel:
+    """A live, capped reader of one run's records (see the module doc)."""
+
+    def __init__(self, directory: Path, nonce: str) -> None:
+        self.log = RecordLog(nonce=nonce)
+        self._stop = threading.Event()
+        self._ended = threading.Event()  # the stream ended (or was cut): nothing more to read
+        self._finishing = threading.Event()  # the container ended: no new writer can appear
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                path = f"/proc/self/fd/{fd}/{SOCKET_NAME}"
+                self._listener.bind(path)
+                os.chmod(path, 0o666)  # noqa: S103 - the sandbox user connects; the mount is read-only
+            finally:
+                os.close(fd)
+            self._listener.listen(4)
+            self._listener.setblocking(False)
+        except BaseException:
+            self._listener.close()
+            raise
+        self._conn: socket.socket | None = None
+        self._connected = False
+        self._buf = bytearray()
+        self._total = 0
+        self._thread = threading.Thread(target=self._serve, name="report-channel", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def open(cls, directory: Path, nonce: str) -> ReportChannel:
+        """The ``ChannelFactory`` of the real executor."""
+        return cls(directory, nonce)
+
+    def _serve(self) -> None:
+        try:
+            while not self._stop.is_set():
+                watched = [self._listener] + ([self._conn] if self._conn is not None else [])
+                ready, _, _ = select.select(watched, [], [], _SLICE_S)
+                if not ready and self._conn is None and self._finishing.is_set():
+                    break  # nothing pending and nothing open: all that was sent has been read
+                if self._listener in ready:
+                    self._accept()
+                if self._conn is not None and self._conn in ready:
+                    self._read()
+        except Exception as exc:  # the channel fails closed: a problem, never a crash
+            self.log.problem(f"report channel failed: {type(exc).__name__}")
+        finally:
+            self._drop()
+            self._ended.set()
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self._listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        if self._connected:
+            conn.close()
+            self.log.problem("a second connection to the report channel")
+            return
+        self._connected = True
+        conn.setblocking(False)
+        self._conn = conn
+
+    def _read(self) -> None:
+        assert self._conn is not None  # noqa: S101 - checked by the caller
+        try:
+            data = self._conn.recv(_RECV)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            if self._buf:
+                self.log.problem("a report record cut off at the end of the stream")
+            self._drop()
+            self._ended.set()
+            return
+        self._total += len(data)
+        if self._total > MAX_CHANNEL_BYTES:
+            self.log.problem(f"more than {MAX_CHANNEL_BYTES} bytes on the report channel")
+            self._cut()
+            return
+        self._buf += data
+        while (end := self._buf.find(b"\n")) >= 0:
+            line = bytes(self._buf[:end])
+            del self._buf[: end + 1]
+            self.log.feed(line)
+        if len(self._buf) > MAX_RECORD_BYTES:
+            self.log.problem(f"a report record over {MAX_RECORD_BYTES} bytes")
+            self._cut()
+
+    def _cut(self) -> None:
+        self._buf.clear()
+        self._drop()
+        self._ended.set()
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.close()
+            self._conn = None
+
+    def finish(self, grace_s: float) -> RecordLog:
+        """After the container ended: wait up to ``grace_s`` for the stream's end, then stop."""
+        self._finishing.set()
+        if not self._ended.wait(grace_s):
+            self.log.problem("the report stream did not end with the test process")
+        self.close()
+        if self._thread.is_alive():
+            self.log.problem("the report channel did not stop")
+        return self.log
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            deadline = time.monotonic() + 2.0
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+        with contextlib.suppress(OSError):
+            self._listener.close()

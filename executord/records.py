@@ -1,0 +1,213 @@
+"""Records from the executor's reporter, and the rule that turns them into a property's outcome.
+
+The reporter (``executord/reporter/patchgate_reporter.py``) sends one JSON line per event:
+``start``, ``collect`` (a collection error), ``item`` (a test, after its teardown) and ``finish``
+(pytest's exit status). ``RecordLog`` checks each line as it arrives: the run's nonce, the
+sequence number, the size, the shape. The first record per node id is kept; a later one that
+disagrees is a record "taken back", and anything after ``finish`` is refused. Any such problem
+makes every property of the run ``error``.
+
+``property_outcome`` is the outcome rule: ``pass`` needs the reporter's pass for every item of the
+property **and** an exit status of 0 that the reporter's own final record agrees with; a failed
+item needs exit status 1. Everything else — disagreement, a missing item, no final record, a skip,
+an error in setup or teardown — is ``error`` with the reason. These are outcomes, never transport.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "MAX_RECORDS",
+    "MAX_RECORD_BYTES",
+    "ItemRecord",
+    "RecordLog",
+    "node_arguments",
+    "property_outcome",
+]
+
+MAX_RECORD_BYTES = 128 << 10
+MAX_RECORDS = 10_000
+MAX_FAILURE_CHARS = 4096
+MAX_NODEID_CHARS = 4096
+_MAX_PROBLEMS = 4
+_ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip"})
+_PYTEST_OK, _PYTEST_FAILED = 0, 1
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """One test as the reporter saw it end."""
+
+    nodeid: str
+    outcome: str
+    duration_ms: int
+    failure: str
+    executed: tuple[str, ...]
+
+
+@dataclass
+class RecordLog:
+    """Everything one run's reporter sent, checked line by line as it arrives."""
+
+    nonce: str
+    plugin: str = ""
+    started: bool = False
+    exitstatus: int | None = None
+    items: dict[str, ItemRecord] = field(default_factory=dict)
+    collect_errors: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def problem(self, reason: str) -> None:
+        """Note a problem with the channel (kept once, at most a few)."""
+        if reason not in self.problems and len(self.problems) < _MAX_PROBLEMS:
+            self.problems.append(reason)
+
+    def feed(self, line: bytes) -> None:
+        """One line from the channel (without its newline)."""
+        self.count += 1
+        if self.count > MAX_RECORDS:
+            self.problem(f"more than {MAX_RECORDS} report records")
+            return
+        if len(line) > MAX_RECORD_BYTES:
+            self.problem(f"a report record over {MAX_RECORD_BYTES} bytes")
+            return
+        try:
+            rec = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            self.problem("a report record that is not JSON")
+            return
+        if not isinstance(rec, dict) or rec.get("v") != 1:
+            self.problem("a report record of an unknown shape")
+            return
+        nonce = rec.get("nonce")
+        if not isinstance(nonce, str) or not hmac.compare_digest(
+            nonce.encode("utf-8", "replace"), self.nonce.encode()
+        ):
+            self.problem("a report record without this run's nonce")
+            return
+        if rec.get("seq") != self.count - 1:
+            self.problem("report records out of sequence")
+            return
+        if self.exitstatus is not None:
+            self.problem("a report record after the final one")
+            return
+        try:
+            self._accept(rec)
+        except (KeyError, TypeError, ValueError):
+            self.problem("a report record of an unknown shape")
+
+    def _accept(self, rec: dict[str, Any]) -> None:
+        kind = rec["kind"]
+        if (kind == "start") == self.started:
+            self.problem("the report does not begin with exactly one start record")
+        elif kind == "start":
+            self.started, self.plugin = True, _text(rec["plugin"], MAX_NODEID_CHARS)
+        elif kind == "collect":
+            self.collect_errors.append(
+                (_text(rec["nodeid"], MAX_NODEID_CHARS), _text(rec["failure"], MAX_FAILURE_CHARS))
+            )
+        elif kind == "item":
+            self._item(rec)
+        elif kind == "finish":
+            status = rec["exitstatus"]
+            if type(status) is not int:
+                raise TypeError("exitstatus")
+            self.exitstatus = status
+        else:
+            raise ValueError(kind)
+
+    def _item(self, rec: dict[str, Any]) -> None:
+        executed = rec["executed"]
+        if not isinstance(executed, list):
+            raise TypeError("executed")
+        item = ItemRecord(
+            nodeid=_text(rec["nodeid"], MAX_NODEID_CHARS),
+            outcome=str(rec["outcome"]),
+            duration_ms=int(rec["duration_ms"]),
+            failure=_text(rec["failure"], MAX_FAILURE_CHARS),
+            executed=tuple(sorted({_text(e, MAX_NODEID_CHARS) for e in executed})),
+        )
+        if item.outcome not in _ITEM_OUTCOMES:
+            raise ValueError(item.outcome)
+        first = self.items.setdefault(item.nodeid, item)
+        if first.outcome != item.outcome:
+            self.problem(f"record taken back for {item.nodeid}")
+
+
+def _text(value: object, limit: int) -> str:
+    if not isinstance(value, str):
+        raise TypeError("text field")
+    return value[:limit]
+
+
+def node_arguments(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> list[str]:
+    """The words after the longest allowed prefix that are not flags: the property's node ids."""
+    prefixes = [a for a in allowed if len(a) <= len(argv) and tuple(argv[: len(a)]) == tuple(a)]
+    start = max((len(a) for a in prefixes), default=len(argv))
+    return [a.removeprefix("./") for a in argv[start:] if a and not a.startswith("-")]
+
+
+def _covers(arg: str, nodeid: str) -> bool:
+    """True when ``nodeid`` is ``arg``, a parametrization or member of it, or lies under it."""
+    if nodeid == arg or nodeid.startswith((arg + "[", arg + "::")):
+        return True
+    return "::" not in arg and nodeid.startswith(arg.rstrip("/") + "/")
+
+
+def property_outcome(
+    log: RecordLog, node_args: Sequence[str], exit_code: int | None, plugin: str
+) -> tuple[str, str, tuple[str, ...]]:
+    """(outcome, failure text, executed targets) of one property in one run; see the module doc."""
+    if log.problems:
+        return "error", "report channel: " + "; ".join(log.problems), ()
+    if not log.started:
+        return (
+            "error",
+            "no report from the executor's reporter (not loaded, or the run crashed)",
+            (),
+        )
+    if log.plugin != plugin:
+        return "error", "the report came from another module than the executor's reporter", ()
+    items: dict[str, ItemRecord] = {}
+    missing: list[str] = []
+    for arg in node_args or [""]:
+        mine = {n: i for n, i in log.items.items() if arg == "" or _covers(arg, n)}
+        items.update(mine)
+        if not mine:
+            missing.append(arg or "(no node id)")
+    if missing:
+        why = [f"{n}: {t}" for n, t in log.collect_errors]
+        return "error", "missing from the test report: " + ", ".join(missing + why), ()
+    executed = tuple(sorted({e for i in items.values() for e in i.executed}))
+    if log.exitstatus is None:
+        return "error", "the test process ended without the reporter's final record", executed
+    if exit_code != log.exitstatus:
+        return (
+            "error",
+            _disagree(exit_code, f"the reporter's final status {log.exitstatus}"),
+            executed,
+        )
+    bad = [i for i in items.values() if i.outcome in {"error", "skip"}]
+    if bad:
+        return "error", _texts(bad), executed
+    failed = [i for i in items.values() if i.outcome == "fail"]
+    want = _PYTEST_FAILED if failed else _PYTEST_OK
+    if exit_code != want:
+        return "error", _disagree(exit_code, "fail" if failed else "pass"), executed
+    return ("fail", _texts(failed), executed) if failed else ("pass", "", executed)
+
+
+def _disagree(exit_code: int | None, reported: str) -> str:
+    return f"report and exit status disagree (exit status {exit_code}, reported {reported})"
+
+
+def _texts(items: Sequence[ItemRecord]) -> str:
+    return "\n".join(
+        f"{i.nodeid}: {('skipped: ' if i.outcome == 'skip' else '') + i.failure}" for i in items
+    )

@@ -1,0 +1,231 @@
+"""patchgate's reporter: streams each test's outcome to the executor as the test ends.
+
+Loaded inside the sandbox with ``-p patchgate_reporter`` from a read-only mount; stdlib and pytest
+only, so it runs on the host's Python (image ``host``) and on a named image's Python alike.
+
+At import, before any conftest or test module is imported, it takes the per-run nonce out of the
+environment (and blanks it in the process's initial environment block, best effort), connects to
+the executor's report socket, and sends a ``start`` record. Then one ``item`` record per test as
+the test ends (after its teardown), and one ``finish`` record with pytest's exit status. Every
+record is one JSON line carrying the nonce and a sequence number. The executor keeps the first
+record per test; what was sent cannot be taken back.
+
+With a list of target code ranges (``targets.json`` beside the socket), each test's call phase
+runs under a ``sys.setprofile`` hook that notes which targets had a Python-level call: a code
+object whose file is the target's file and whose first line lies in the target's line range.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Generator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+NONCE_ENV = "PATCHGATE_REPORT_NONCE"
+SOCKET_ENV = "PATCHGATE_REPORT_SOCKET"
+TARGETS_ENV = "PATCHGATE_REPORT_TARGETS"
+MAX_FAILURE_CHARS = 4096
+_TAIL_LINES = 30
+
+
+class _Channel:
+    """The connection to the executor; sending never raises into pytest."""
+
+    def __init__(self, path: str, nonce: str) -> None:
+        self._nonce = nonce
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(path)
+        except OSError:
+            return
+        self._sock = sock
+
+    def send(self, kind: str, **fields: Any) -> None:
+        with self._lock:
+            if self._sock is None:
+                return
+            record = {"v": 1, "nonce": self._nonce, "seq": self._seq, "kind": kind, **fields}
+            self._seq += 1
+            line = json.dumps(record, separators=(",", ":"), ensure_ascii=True) + "\n"
+            try:
+                self._sock.sendall(line.encode("ascii"))
+            except OSError:
+                self.close_locked()
+
+    def close_locked(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+            self._sock = None
+
+    def close(self) -> None:
+        with self._lock:
+            self.close_locked()
+
+
+def _take_env(name: str) -> str:
+    """Remove ``name`` from the environment; blank it in the initial environment block too."""
+    value = os.environ.get(name, "")
+    with contextlib.suppress(Exception):  # ctypes may be missing from a slim image
+        import ctypes  # noqa: PLC0415 - only here
+
+        libc = ctypes.CDLL(None)
+        libc.getenv.restype = ctypes.c_void_p
+        addr = libc.getenv(name.encode())
+        if addr:  # the C string, which /proc/self/environ shows: overwrite it in place
+            ctypes.memset(addr, ord("0"), len(value.encode()))
+    os.environ.pop(name, None)
+    return value
+
+
+class _Targets:
+    """Target code ranges by absolute file; which of them a test's calls entered."""
+
+    def __init__(self, path: str) -> None:
+        self.by_file: dict[str, list[tuple[int, int, str]]] = {}
+        self.hit: set[str] = set()
+        self._seen: dict[Any, str | None] = {}
+        if not path:
+            return
+        try:
+            with open(path, encoding="utf-8") as fh:
+                raw = json.load(fh)
+        except (OSError, ValueError):
+            return
+        root = os.getcwd()
+        for t in raw if isinstance(raw, list) else []:
+            try:
+                f = os.path.realpath(os.path.join(root, str(t["path"])))
+                self.by_file.setdefault(f, []).append((int(t["first"]), int(t["last"]), t["name"]))
+            except (KeyError, TypeError, ValueError):
+                continue
+
+    def _name(self, code: Any) -> str | None:
+        try:
+            return self._seen[code]
+        except KeyError:
+            pass
+        name = None
+        ranges = self.by_file.get(os.path.realpath(code.co_filename))
+        for first, last, qual in ranges or ():
+            if first <= code.co_firstlineno <= last:
+                name = qual
+                break
+        self._seen[code] = name
+        return name
+
+    def profile(self, frame: FrameType, event: str, _arg: object) -> None:
+        if event == "call":
+            name = self._name(frame.f_code)
+            if name is not None:
+                self.hit.add(name)
+
+
+def _failure_text(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and str(getattr(crash, "message", None) or ""):
+        text = str(crash.message)
+    elif isinstance(longrepr, tuple) and len(longrepr) == 3:
+        text = str(longrepr[2])  # (path, line, reason) of a skip
+    else:
+        text = "\n".join(str(longrepr).splitlines()[-_TAIL_LINES:])
+    if report.when != "call":
+        text = f"{report.when}: {text}"
+    return text[:MAX_FAILURE_CHARS]
+
+
+class _Reporter:
+    def __init__(self) -> None:
+        nonce = _take_env(NONCE_ENV)
+        path = _take_env(SOCKET_ENV)
+        self.targets = _Targets(_take_env(TARGETS_ENV))
+        self.channel = _Channel(path, nonce)
+        self.channel.send("start", plugin=os.path.abspath(__file__), pid=os.getpid())
+        self._phases: dict[str, list[pytest.TestReport]] = {}
+        self._started: dict[str, float] = {}
+        self._executed: dict[str, set[str]] = {}
+        self._prefix = ""
+
+    def configure(self, config: pytest.Config) -> None:
+        """Node ids go out relative to the working directory, as the property's argv names them."""
+        rel = os.path.relpath(str(config.rootpath), os.getcwd())
+        self._prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        if not self.targets.by_file:
+            yield
+            return
+        self.targets.hit = set()
+        sys.setprofile(self.targets.profile)
+        threading.setprofile(self.targets.profile)
+        try:
+            yield
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)
+            self._executed[item.nodeid] = set(self.targets.hit)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self._started[nodeid] = time.monotonic()
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            text = "\n".join(str(report.longrepr).splitlines()[-_TAIL_LINES:])
+            self.channel.send(
+                "collect", nodeid=self._prefix + report.nodeid, failure=text[:MAX_FAILURE_CHARS]
+            )
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._phases.setdefault(report.nodeid, []).append(report)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        reports = self._phases.pop(nodeid, [])
+        outcome, failure = "pass", ""
+        for r in reports:
+            if r.failed:
+                outcome = "fail" if r.when == "call" and outcome == "pass" else "error"
+                failure = failure or _failure_text(r)
+            elif r.skipped and outcome == "pass":
+                outcome, failure = "skip", _failure_text(r)
+        if not any(r.when == "call" for r in reports) and outcome == "pass":
+            outcome, failure = "error", "the test was never called"
+        began = self._started.pop(nodeid, time.monotonic())
+        self.channel.send(
+            "item",
+            nodeid=self._prefix + nodeid,
+            outcome=outcome,
+            duration_ms=int((time.monotonic() - began) * 1000),
+            failure=failure,
+            executed=sorted(self._executed.pop(nodeid, ())),
+        )
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
+        yield
+        self.channel.send("finish", exitstatus=int(session.exitstatus))
+
+    def pytest_unconfigure(self) -> None:
+        self.channel.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the reporter object (its hooks run from here on)."""
+    _REPORTER.configure(config)
+    config.pluginmanager.register(_REPORTER, "patchgate-reporter-session")
+
+
+_REPORTER = _Reporter()

@@ -1,0 +1,172 @@
+"""The reporter's records and the outcome rule (executord.records): junk, caps, order, agreement."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from executord.records import (
+    MAX_RECORD_BYTES,
+    MAX_RECORDS,
+    RecordLog,
+    node_arguments,
+    property_outcome,
+)
+from tests.strategies import junk_json_bytes
+
+NONCE = "n" * 32
+PLUGIN = "/patchgate/reporter/patchgate_reporter.py"
+NODE = "properties/test_x.py::test_ok"
+
+
+def _line(seq: int, kind: str, nonce: str = NONCE, **fields: Any) -> bytes:
+    return json.dumps({"v": 1, "nonce": nonce, "seq": seq, "kind": kind, **fields}).encode()
+
+
+def _item(seq: int, nodeid: str = NODE, outcome: str = "pass", **extra: Any) -> bytes:
+    fields = {"nodeid": nodeid, "outcome": outcome, "duration_ms": 1, "failure": "", "executed": []}
+    return _line(seq, "item", **{**fields, **extra})
+
+
+def _log(*lines: bytes) -> RecordLog:
+    log = RecordLog(nonce=NONCE)
+    for line in lines:
+        log.feed(line)
+    return log
+
+
+def _session(*items: bytes, status: int = 0) -> RecordLog:
+    start = _line(0, "start", plugin=PLUGIN, pid=1)
+    return _log(start, *items, _line(len(items) + 1, "finish", exitstatus=status))
+
+
+def test_a_clean_pass() -> None:
+    """Start, one passing item, finish 0, exit 0: pass."""
+    assert property_outcome(_session(_item(1)), [NODE], 0, PLUGIN) == ("pass", "", ())
+
+
+def test_a_clean_fail_carries_the_failure_text() -> None:
+    """A failed item with exit 1: fail, the text names the node id."""
+    log = _session(_item(1, outcome="fail", failure="AssertionError: no"), status=1)
+    outcome, text, _ = property_outcome(log, [NODE], 1, PLUGIN)
+    assert (outcome, text) == ("fail", f"{NODE}: AssertionError: no")
+
+
+def test_executed_targets_are_the_union_over_the_property_items() -> None:
+    """Each item's executed targets, merged and sorted."""
+    log = _session(
+        _item(1, f"{NODE}[1]", executed=["b.g", "a.f"]), _item(2, f"{NODE}[2]", executed=["a.f"])
+    )
+    assert property_outcome(log, [NODE], 0, PLUGIN)[2] == ("a.f", "b.g")
+
+
+def test_junk_lines_make_the_run_error() -> None:
+    """Not JSON, not an object, unknown version: a channel problem, never a pass."""
+    for junk in (b"not json", b"[1,2]", json.dumps({"v": 2}).encode(), b"\xff\xfe"):
+        log = _log(_line(0, "start", plugin=PLUGIN, pid=1), junk)
+        assert log.problems, junk
+        assert property_outcome(log, [NODE], 0, PLUGIN)[0] == "error"
+
+
+def test_a_record_with_another_nonce_is_refused() -> None:
+    """A replayed or forged record without this run's nonce."""
+    forged = _line(1, "item", nonce="x" * 32, nodeid=NODE, outcome="pass", duration_ms=1)
+    log = _log(_line(0, "start", plugin=PLUGIN, pid=1), forged)
+    outcome, text, _ = property_outcome(log, [NODE], 0, PLUGIN)
+    assert outcome == "error"
+    assert "nonce" in text
+
+
+def test_records_out_of_sequence_are_refused() -> None:
+    """An injected record shifts the sequence: the next real record is out of sequence."""
+    log = _log(_line(0, "start", plugin=PLUGIN, pid=1), _item(1), _item(1, "other::t"))
+    assert "report records out of sequence" in log.problems
+
+
+def test_a_contradicting_record_is_taken_back_and_the_first_wins() -> None:
+    """pass then fail for one node id: error "record taken back"; an identical repeat is fine."""
+    log = _session(_item(1), _item(2, outcome="fail"), status=1)
+    outcome, text, _ = property_outcome(log, [NODE], 1, PLUGIN)
+    assert (outcome, "record taken back" in text) == ("error", True)
+    assert log.items[NODE].outcome == "pass"
+    assert _session(_item(1), _item(2)).problems == []
+
+
+def test_anything_after_the_final_record_is_refused() -> None:
+    """A record after finish (an atexit forger) makes the run error."""
+    log = _session(_item(1))
+    log.feed(_item(3, "properties/test_x.py::test_late"))
+    assert "a report record after the final one" in log.problems
+    assert property_outcome(log, [NODE], 0, PLUGIN)[0] == "error"
+
+
+def test_oversized_record_and_too_many_records() -> None:
+    """One record over the size cap, or more records than the count cap: error."""
+    big = _item(1, failure="x" * MAX_RECORD_BYTES)
+    assert any("bytes" in p for p in _session(big).problems)
+    log = _log(_line(0, "start", plugin=PLUGIN, pid=1))
+    for i in range(1, MAX_RECORDS + 2):
+        log.feed(_item(i, f"t.py::t{i}"))
+    assert any("more than" in p for p in log.problems)
+    assert len(log.items) < MAX_RECORDS
+
+
+def test_start_must_come_first_and_once() -> None:
+    """An item before start, or a second start: error."""
+    assert _log(_line(0, "item", nodeid=NODE)).problems
+    two = _log(_line(0, "start", plugin=PLUGIN, pid=1), _line(1, "start", plugin=PLUGIN, pid=1))
+    assert two.problems
+
+
+def test_bad_field_types_are_a_problem_not_a_crash() -> None:
+    """exitstatus as a string, executed as a string, unknown outcome, unknown kind."""
+    for line in (
+        _line(1, "finish", exitstatus="0"),
+        _item(1, executed="a.f"),
+        _item(1, outcome="passed"),
+        _line(1, "wat"),
+        _item(1, nodeid=7),
+    ):
+        log = _log(_line(0, "start", plugin=PLUGIN, pid=1), line)
+        assert log.problems, line
+
+
+@given(st.lists(junk_json_bytes, max_size=6), st.sampled_from([0, 1, None]))
+def test_junk_never_passes(lines: list[bytes], exit_code: int | None) -> None:
+    """Whatever arrives without a valid start, item and finish, the property is never pass."""
+    log = _log(*lines)
+    assert property_outcome(log, [NODE], exit_code, PLUGIN)[0] != "pass"
+
+
+def test_node_arguments_follow_the_allowed_prefix() -> None:
+    """Words after the longest allowed prefix that are not flags; ./ stripped."""
+    allowed = [("python", "-m", "pytest"), ("python", "-m", "pytest", "-q", "-p", "no:x")]
+    argv = ("python", "-m", "pytest", "-q", "-p", "no:x", "./a.py::t", "-x", "b/")
+    assert node_arguments(argv, allowed) == ["a.py::t", "b/"]
+
+
+def test_items_match_by_node_id_parametrization_class_file_and_directory() -> None:
+    """t, t[...] and t::... match t; a file or directory matches what lies under it."""
+    log = _session(
+        _item(1, "d/a.py::t[1]"), _item(2, "d/a.py::C::m"), _item(3, "d/b.py::u"), status=0
+    )
+    for arg in ("d/a.py::t", "d/a.py::C", "d/a.py", "d", "d/"):
+        assert property_outcome(log, [arg], 0, PLUGIN)[0] == "pass", arg
+    for arg in ("d/a.py::t1", "d/a", "d/a.py::C::mm", "e"):
+        assert property_outcome(log, [arg], 0, PLUGIN)[0] == "error", arg
+
+
+def test_missing_item_names_the_collection_error() -> None:
+    """No item for the node id: error, with the collection error when there is one."""
+    log = _log(
+        _line(0, "start", plugin=PLUGIN, pid=1),
+        _line(1, "collect", nodeid="properties/test_x.py", failure="ImportError: nope"),
+        _line(2, "finish", exitstatus=2),
+    )
+    outcome, text, _ = property_outcome(log, [NODE], 2, PLUGIN)
+    assert outcome == "error"
+    assert "missing from the test report" in text
+    assert "ImportError: nope" in text
