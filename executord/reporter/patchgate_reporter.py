@@ -34,6 +34,12 @@ NONCE_ENV = "PATCHGATE_REPORT_NONCE"
 SOCKET_ENV = "PATCHGATE_REPORT_SOCKET"
 TARGETS_ENV = "PATCHGATE_REPORT_TARGETS"
 MAX_FAILURE_CHARS = 4096
+_MARKER_PLUGIN = "patchgate"
+_MARKER_LINE = (  # the same text as patchgate.pytest_plugin.MARKER_LINE (a test holds them equal)
+    "patchgate(claim, kind, covers, id): a property pinned by "
+    "'patchgate pin properties --from-pytest' (kind: pure_fn, idempotent_io, bounded_time or "
+    "external_probe; covers: qualified symbol names; id: optional property id)"
+)
 _TAIL_LINES = 30
 
 
@@ -222,8 +228,15 @@ class _Reporter:
         self.channel.close()
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Block the ``patchgate`` marker plugin's entry point: patchgate itself is not importable in
+    a sandbox (an editable install leaves only its entry point visible); the marker is ours."""
+    pluginmanager.set_blocked(_MARKER_PLUGIN)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the reporter object (its hooks run from here on)."""
+    """Register the ``patchgate`` marker and the reporter object (its hooks run from here on)."""
+    config.addinivalue_line("markers", _MARKER_LINE)
     _REPORTER.configure(config)
     config.pluginmanager.register(_REPORTER, "patchgate-reporter-session")
 
