@@ -1,7 +1,9 @@
 """Run every benchmark once and print ONE table (ratios measured side by side in this run).
 
 Digest throughput (bench_digest), signer latency/throughput (functions of bench_signer, called as
-they are), gate overhead + re-upload + fleet scaling (bench_gate), then the machine it ran on.
+they are), gate overhead + re-upload + fleet scaling (bench_gate), 10,000 blobs through the blob
+store beside the fsync floor (bench_blobstore, at most ``--blob-budget`` seconds per measure),
+then the machine it ran on.
 If bench/bench_sandbox.py exists, its own table is printed after ours (run as it is, with
 ``--n 4 --repeat 1`` to stay inside the time budget; ``--no-sandbox`` skips it).
 Temp data lives under /tmp/pgbench-* and is removed at the end. About 8 minutes on 2 cores.
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import bench_signer
 from _table import Row, render
+from bench_blobstore import blob_rows
 from bench_digest import digest_rows
 from bench_gate import gate_rows
 
@@ -85,13 +88,14 @@ def main() -> int:
     ap.add_argument("--signer-requests", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-sandbox", action="store_true", help="skip bench_sandbox.py")
+    ap.add_argument("--blob-budget", type=float, default=90.0, help="seconds per blob measure")
     args = ap.parse_args()
     configure_logging("warning", json_lines=True)
     t0 = time.monotonic()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="pgbench-", dir="/tmp") as d:
         tmp = Path(d)
-        for name in ("digest", "signer", "gate"):
+        for name in ("digest", "signer", "gate", "blobstore"):
             (tmp / name).mkdir()
         print("digest ...", file=sys.stderr, flush=True)
         rows += digest_rows(tmp / "digest")
@@ -99,6 +103,8 @@ def main() -> int:
         rows += signer_rows(tmp / "signer", args.signer_requests)
         print("gate, re-upload, fleet ...", file=sys.stderr, flush=True)
         rows += gate_rows(tmp / "gate", reps=args.reps)
+        print("blob store ...", file=sys.stderr, flush=True)
+        rows += blob_rows(tmp / "blobstore", budget=args.blob_budget)
     print(render(rows))
     print()
     for line in machine():
