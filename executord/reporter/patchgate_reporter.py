@@ -41,6 +41,7 @@ _MARKER_LINE = (  # the same text as patchgate.pytest_plugin.MARKER_LINE (a test
     "external_probe; covers: qualified symbol names; id: optional property id)"
 )
 _TAIL_LINES = 30
+_SKIPS = (pytest.skip.Exception, pytest.xfail.Exception)
 
 
 class _Channel:
@@ -163,6 +164,7 @@ class _Reporter:
         self._phases: dict[str, list[pytest.TestReport]] = {}
         self._started: dict[str, float] = {}
         self._executed: dict[str, set[str]] = {}
+        self._raised: dict[str, str] = {}  # what the test function raised, as seen around it
         self._prefix = ""
 
     def configure(self, config: pytest.Config) -> None:
@@ -170,20 +172,24 @@ class _Reporter:
         rel = os.path.relpath(str(config.rootpath), os.getcwd())
         self._prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        if not self.targets.by_file:
-            yield
-            return
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, None]:
+        """Innermost around the test function: what it raised, and which targets it called."""
+        profile = self.targets.profile if self.targets.by_file else None
         self.targets.hit = set()
-        sys.setprofile(self.targets.profile)
-        threading.setprofile(self.targets.profile)
+        if profile is not None:
+            sys.setprofile(profile)
+            threading.setprofile(profile)
         try:
-            yield
+            outcome = yield
         finally:
-            sys.setprofile(None)
-            threading.setprofile(None)
-            self._executed[item.nodeid] = set(self.targets.hit)
+            if profile is not None:
+                sys.setprofile(None)
+                threading.setprofile(None)
+                self._executed[item.nodeid] = set(self.targets.hit)
+        exc = outcome.excinfo
+        if exc is not None and not isinstance(exc[1], _SKIPS):
+            self._raised[item.nodeid] = f"{exc[0].__name__}: {exc[1]}"[:MAX_FAILURE_CHARS]
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._started[nodeid] = time.monotonic()
@@ -209,6 +215,9 @@ class _Reporter:
                 outcome, failure = "skip", _failure_text(r)
         if not any(r.when == "call" for r in reports) and outcome == "pass":
             outcome, failure = "error", "the test was never called"
+        raised = self._raised.pop(nodeid, None)
+        if raised is not None and outcome == "pass":  # a report rewritten after the call
+            outcome, failure = "error", f"the test raised {raised} but its report says passed"
         began = self._started.pop(nodeid, time.monotonic())
         self.channel.send(
             "item",

@@ -177,3 +177,32 @@ def test_the_sandbox_registers_the_same_patchgate_marker() -> None:
         and any(isinstance(t, ast.Name) and t.id == "_MARKER_LINE" for t in n.targets)
     )
     assert line == MARKER_LINE
+
+
+FORGED_REPORT = """
+import _pytest.reports as reports
+
+_real = reports.TestReport.from_item_and_call.__func__
+
+
+def _passed(cls, item, call):
+    rep = _real(cls, item, call)
+    rep.outcome, rep.longrepr = "passed", None
+    return rep
+
+
+reports.TestReport.from_item_and_call = classmethod(_passed)
+
+
+def test_x():
+    assert 1 + 1 == 3, "regression"
+"""
+
+
+def test_a_report_rewritten_after_the_call_is_error(rundir: Path) -> None:
+    """Code that rewrites pytest's reports to passed (pytest itself then exits 0): error."""
+    log, code, _ = _pytest(rundir, FORGED_REPORT, "test_suite.py::test_x")
+    assert code == 0  # pytest believed the forgery
+    outcome, text, _ = property_outcome(log, ["test_suite.py::test_x"], code, PLUGIN)
+    assert outcome == "error"
+    assert "raised AssertionError: regression" in text
