@@ -33,8 +33,10 @@ import ast
 import configparser
 import contextlib
 import fnmatch
+import posixpath
 import re
 import shlex
+import sys
 import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -76,6 +78,22 @@ INERT_PYPROJECT_TABLES = frozenset(
 )
 _COMPILED = re.compile(r"\.(?:pyc|pyo|pyd|dll|dylib|whl|egg|zip|so(?:\.\d+)*)$", re.IGNORECASE)
 _TEST_FILES = ("test_*.py", "*_test.py")
+_RUNNER = frozenset(
+    {
+        "pytest",
+        "_pytest",
+        "pluggy",
+        "py",
+        "iniconfig",
+        "packaging",
+        "hypothesis",
+        "_hypothesis_pytestplugin",
+        "coverage",
+        "pytest_cov",
+        "xdist",
+        "execnet",
+    }
+)
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -94,6 +112,8 @@ class Layout:
     test_files: tuple[str, ...] = _TEST_FILES
     property_files: frozenset[str] = frozenset()
     plugins: frozenset[str] = frozenset()
+    #: Top-level import names the base tree already provides (from the root and each source root).
+    base_top_names: frozenset[str] = frozenset()
 
     def role(self, path: str) -> str:
         """The role of ``path`` (one of :data:`ROLES`)."""
@@ -125,9 +145,12 @@ class Layout:
             return True
         if name.endswith(".py") and any(fnmatch.fnmatchcase(name, p) for p in self.test_files):
             return True
-        return name.endswith(".py") and any(
-            _plugin_hit(module, self.plugins) for module in self._module_names(path)
-        )
+        if not name.endswith(".py"):
+            return False
+        modules = list(self._module_names(path))
+        if any(_plugin_hit(module, self.plugins) for module in modules):
+            return True
+        return any(_shadows(module.split(".")[0], self.base_top_names) for module in modules)
 
     def _module_names(self, path: str) -> Iterator[str]:
         """Every dotted name ``path`` is importable as: from the repo root and each source root."""
@@ -157,6 +180,12 @@ def _dotted(rel: str) -> str:
     if len(parts) > 1 and parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def _shadows(top: str, base_top_names: frozenset[str]) -> bool:
+    """A top-level name the patch introduces that hides the standard library or the runner's own
+    packages (``pytest.py`` in the working directory runs instead of pytest)."""
+    return top not in base_top_names and (top in sys.stdlib_module_names or top in _RUNNER)
 
 
 def _plugin_hit(module: str, plugins: Iterable[str]) -> bool:
@@ -287,16 +316,44 @@ def layout_of(base: Path, pins: PinSet) -> Layout:
         for p in pins.properties
         if (node := node_id_of(p.command)) is not None
     }
-    files |= {a for p in pins.properties for a in p.command if a.endswith(".py")}
+    for argv in [*(p.command for p in pins.properties), *pins.fixtures.allowed_commands]:
+        files |= _named_paths(base, argv)
+    roots = config.roots(has_src=has_src)
     return Layout(
-        source_roots=config.roots(has_src=has_src),
+        source_roots=roots,
         oracle_paths=config.oracle_paths,
         pins_dir=config.pins_dir,
         exclude=config.exclude,
         test_files=tuple(dict.fromkeys(test_files)),
         property_files=frozenset(files),
         plugins=frozenset(plugins),
+        base_top_names=_top_names(base, roots),
     )
+
+
+def _named_paths(base: Path, argv: Sequence[str]) -> set[str]:
+    """Files of the base tree that an argv names (``-c FILE``, ``--x=FILE``, test files, node
+    ids): pytest reads them, so they are harness. Directories are not counted (``--cov src``
+    would make all production code harness)."""
+    found: set[str] = set()
+    for arg in argv:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        value = posixpath.normpath(value.split("::", 1)[0]).lstrip("/") if value else ""
+        if value in ("", ".") or value.startswith("../"):
+            continue
+        target = base / value
+        if value.endswith(".py") or (target.is_file() and not target.is_symlink()):
+            found.add(value)
+    return found
+
+
+def _top_names(base: Path, roots: Sequence[str]) -> frozenset[str]:
+    names: set[str] = set()
+    for root in {"", *roots}:
+        directory = base / root if root else base
+        if directory.is_dir():
+            names.update(p.name.split(".")[0] for p in directory.iterdir())
+    return frozenset(names)
 
 
 # -- pyproject.toml ----------------------------------------------------------------------------

@@ -151,14 +151,25 @@ def _extract(tar: tarfile.TarFile, dest: Path) -> None:
     tar.extractall(dest)  # noqa: S202 - every member was checked above
 
 
+# How the patch is applied is fixed here, never by the user's or the system's git config
+# (``apply.ignoreWhitespace = change`` would let a hunk match context whose whitespace differs).
+_APPLY = ("apply", "-p1", "--no-3way", "--whitespace=nowarn", "--no-ignore-whitespace")
+
+
+def _isolated_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    return env
+
+
 def _apply(patch: bytes, patched: Path, scratch: Path) -> None:
     patch_file = scratch / "patch.diff"
     patch_file.write_bytes(patch)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env = _isolated_env()
     env["GIT_CEILING_DIRECTORIES"] = str(patched.parent)
     try:
         proc = subprocess.run(
-            ["git", "apply", "-p1", "--whitespace=nowarn", "--no-3way", str(patch_file)],
+            ["git", *_APPLY, str(patch_file)],
             cwd=patched,
             capture_output=True,
             check=False,

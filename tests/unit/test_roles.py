@@ -203,3 +203,40 @@ def test_bad_source_roots_are_a_pin_error(tmp_path: Path, bad: str) -> None:
 def test_default_config_has_no_source_roots() -> None:
     assert ProjectConfig().roots(has_src=True) == ("src",)
     assert ProjectConfig().roots(has_src=False) == ("",)
+
+
+def test_files_named_by_property_commands_are_harness(tmp_path: Path) -> None:
+    props = PROPS.replace(
+        '"qa/prop_a.py::test_a"', '"-c", "qa/custom.cfg", "./qa/prop_a.py::test_a"'
+    )
+    root = _repo(
+        tmp_path,
+        {"qa/custom.cfg": "[pytest]\n", "src/pkg/__init__.py": "", "pins/properties.json": props},
+    )
+    layout = layout_of(root, load_pins(DirSource(root)))
+    assert layout.role("qa/custom.cfg") == "harness"
+    assert layout.role("qa/prop_a.py") == "harness"
+
+
+@pytest.mark.parametrize(
+    ("path", "role"),
+    [
+        ("pytest.py", "harness"),  # python -m pytest would run it instead of pytest
+        ("src/pluggy/__init__.py", "harness"),
+        ("src/json.py", "harness"),  # the standard library's json, hidden
+        ("src/pkg/json.py", "source"),  # not top-level: pkg.json hides nothing
+        ("src/typing.py", "source"),  # the base already has a top-level typing: a human's choice
+    ],
+)
+def test_a_new_top_level_name_that_hides_the_runner_or_stdlib_is_harness(
+    tmp_path: Path, path: str, role: str
+) -> None:
+    root = _repo(tmp_path, {"src/pkg/__init__.py": "", "src/typing.py": ""})
+    assert layout_of(root, load_pins(DirSource(root))).role(path) == role
+
+
+def test_root_layout_pytest_module_is_harness_not_production(tmp_path: Path) -> None:
+    root = _repo(tmp_path, {"pkg/__init__.py": ""})
+    layout = layout_of(root, load_pins(DirSource(root)))
+    assert (layout.role("pytest.py"), layout.role("_pytest/main.py")) == ("harness", "harness")
+    assert layout.role("pkg/pytest.py") == "source"

@@ -102,3 +102,29 @@ deleted file mode 100644
     assert base["pkg/new.py"] is None
     assert patched["pkg/mod.py"] is None
     assert patched["pkg/new.py"] == b"X = 1\n"
+
+
+def test_git_config_cannot_loosen_how_the_patch_applies(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No fuzz, whitespace exact, whatever ``apply.ignoreWhitespace`` the user's config sets."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[apply]\n\tignoreWhitespace = change\n\twhitespace = fix\n")
+    monkeypatch.setenv("HOME", str(home))
+    loose = PATCH.replace(b" def f():", b" def  f():")  # context whose whitespace differs
+    with pytest.raises(PatchApplyError), materialize(repo, "HEAD", loose):
+        pass
+    trailing = PATCH.replace(b"+    return 2", b"+    return 2   ")
+    with materialize(repo, "HEAD", trailing) as ws:  # applied as written, never "fixed"
+        assert ws.read_patched("pkg/mod.py") == b"def f():\n    return 2   \n"
+
+
+def test_changes_are_read_from_the_trees(repo: Path) -> None:
+    patch = (
+        PATCH
+        + b"diff --git a/run.sh b/run.sh\nnew file mode 100755\n--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo\n"
+    )
+    with materialize(repo, "HEAD", patch) as ws:
+        changes = {c.path: (c.status, c.after.mode if c.after else "") for c in ws.changes()}
+    assert changes == {"pkg/mod.py": ("modified", "100644"), "run.sh": ("added", "100755")}
