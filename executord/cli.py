@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 import traceback
 from pathlib import Path
@@ -16,8 +15,16 @@ from executord.access import RoleInterceptor
 from executord.blobstore import BlobStore
 from executord.errors import SandboxError
 from executord.image import DEFAULT_PATH, ensure_image, host_mounts, host_python_env, image_path
+from executord.lifecycle import (
+    Started,
+    clean_up,
+    drain_grace,
+    owner_name,
+    serve_until_stopped,
+    start_up,
+)
 from executord.runs import Executor
-from executord.sandbox import DockerRuntime, SandboxPolicy, sweep
+from executord.sandbox import DockerRuntime, SandboxPolicy
 from executord.service import ErrorInterceptor, ExecutorService
 from executord.settings import ExecutorSettings, default_state_dir, parse_bytes
 from patchgate.addr import parse_address, plaintext_listen_allowed
@@ -72,7 +79,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--instance",
         default=_env("INSTANCE", "default"),
-        help="container label value this daemon sweeps",
+        help="container label value this daemon sweeps at start (unique per engine)",
+    )
+    s.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=float(_env("SHUTDOWN_GRACE", "10") or 10),
+        help="seconds from SIGTERM/SIGINT to exit, stuck runs included",
     )
     s.add_argument("--tls-cert", type=Path, default=_env("TLS_CERT"), help="mTLS server cert")
     s.add_argument("--tls-key", type=Path, default=_env("TLS_KEY"), help="mTLS server key")
@@ -100,12 +113,19 @@ def _settings(args: argparse.Namespace) -> ExecutorSettings:
             nano_cpus=int(args.cpus * 1e9),
             tmpfs_bytes=parse_bytes(args.tmpfs_size),
             instance=args.instance,
+            shutdown_grace_s=_grace(args.shutdown_grace),
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
             client_ca=args.client_ca,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _grace(seconds: float) -> float:
+    if not 0.5 <= seconds <= 3600:
+        raise ValueError(f"--shutdown-grace {seconds}: give 0.5 to 3600 seconds")
+    return seconds
 
 
 def _credentials(settings: ExecutorSettings) -> grpc.ServerCredentials | None:
@@ -138,7 +158,39 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError("the executor key must not be in the operator keyring")
     runtime = DockerRuntime()
     runtime.ping()
-    removed = sweep(runtime, settings.label, settings.instance)
+    owner = owner_name()
+    started = start_up(runtime, settings, owner)
+    try:
+        server, service, info = _build(
+            settings, runtime, signer, keyring, credentials, started, owner
+        )
+        try:
+            bound = server.start()
+        except (OSError, RuntimeError) as exc:
+            raise UsageError(f"cannot listen on {settings.listen}: {exc}") from None
+    except BaseException:
+        started.work.release()  # nothing served: no work dir left behind either
+        raise
+    log.info("serving", address=bound, **info)
+    print(f"listening {bound}", flush=True)
+    serve_until_stopped(
+        server,
+        service,
+        lambda: clean_up(runtime, settings, owner, started.work),
+        settings.shutdown_grace_s,
+    )
+    return 0
+
+
+def _build(  # noqa: PLR0917 - private, one call site
+    settings: ExecutorSettings,
+    runtime: DockerRuntime,
+    signer: Signer,
+    keyring: Keyring,
+    credentials: grpc.ServerCredentials | None,
+    started: Started,
+    owner: str,
+) -> tuple[DaemonServer, ExecutorService, dict[str, object]]:
     uid = settings.sandbox_uid
     try:
         image = ensure_image(runtime, settings.image, uid=uid, pull=settings.pull)
@@ -168,9 +220,9 @@ def _serve(args: argparse.Namespace) -> int:
         host_mounts=mounts,
         path_dirs=(env.bin_dir,) if env else (),
         base_path=base_path,
-        work_dir=settings.work_dir / f"{socket.gethostname()}-{os.getpid()}",
+        work_dir=started.work.path,
         max_parallel=settings.max_parallel,
-        labels={settings.label: settings.instance},
+        labels={settings.label: settings.instance, settings.owner_label: owner},
     )
     service = ExecutorService(executor, store, keyring)
     server = DaemonServer(
@@ -182,28 +234,24 @@ def _serve(args: argparse.Namespace) -> int:
             ),
             max_workers=32,
             credentials=credentials,
+            grace_seconds=drain_grace(settings.shutdown_grace_s),
         ),
         lambda srv: executor_pb2_grpc.add_ExecutorServicer_to_server(service, srv),  # type: ignore[no-untyped-call]
         [SERVICE_NAME],
     )
-    try:
-        bound = server.start()
-    except (OSError, RuntimeError) as exc:
-        raise UsageError(f"cannot listen on {settings.listen}: {exc}") from None
-    log.info(
-        "serving",
-        address=bound,
-        image=image,
-        sandbox_path=":".join([*((env.bin_dir,) if env else ()), *base_path]),
-        mtls=credentials is not None,
-        executor_keyid=signer.keyid,
-        ephemeral_key=settings.key is None,
-        max_parallel=settings.max_parallel,
-        swept_containers=removed,
-    )
-    print(f"listening {bound}", flush=True)
-    server.serve_until_signal(on_stop=service.shutdown)
-    return 0
+    info: dict[str, object] = {
+        "image": image,
+        "sandbox_path": ":".join([*((env.bin_dir,) if env else ()), *base_path]),
+        "mtls": credentials is not None,
+        "executor_keyid": signer.keyid,
+        "ephemeral_key": settings.key is None,
+        "max_parallel": settings.max_parallel,
+        "instance": settings.instance,
+        "work_dir": str(started.work.path),
+        "swept_containers": started.swept_containers,
+        "swept_work_dirs": started.swept_work_dirs,
+    }
+    return server, service, info
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,10 +8,11 @@ Hierarchy::
     │                                digest mismatch, disallowed command, missing blob, workspace
     │                                path under the fixture root
     ├── ResourceExhausted            the blob store is full (or the disk is)
+    ├── Unavailable                  the daemon is shutting down and takes no new request
     └── SandboxError                 one run could not be carried out; ``kind`` is a transport kind
                                      (unavailable, image_missing, sandbox_start_failed,
-                                     resource_exhausted, internal). Never an outcome; it becomes a
-                                     TransportRecord of that run.
+                                     resource_exhausted, killed_externally, internal). Never an
+                                     outcome; it becomes a TransportRecord of that run.
 
 The service adapter maps ``status`` to a gRPC status in one interceptor; nothing else in the daemon
 imports grpc.
@@ -27,6 +28,7 @@ __all__ = [
     "InvalidArgument",
     "ResourceExhausted",
     "SandboxError",
+    "Unavailable",
 ]
 
 
@@ -52,6 +54,12 @@ class ResourceExhausted(ExecutorError):
     """The blob store cannot take more bytes."""
 
     status = "RESOURCE_EXHAUSTED"
+
+
+class Unavailable(ExecutorError):
+    """The daemon is shutting down: the request was not started (the client may retry)."""
+
+    status = "UNAVAILABLE"
 
 
 class SandboxError(ExecutorError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,9 +16,9 @@ import grpc
 import structlog
 
 from executord.blobstore import BlobStore, Chunk
-from executord.errors import ExecutorError
+from executord.errors import ExecutorError, Unavailable
 from executord.request import CodeTarget, ExecuteInput, PropertyRun, TreeItem
-from executord.runs import Executor, Progress
+from executord.runs import Executor, Prepared, Progress
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring
 from patchgate.server import wrap_handler
@@ -28,6 +29,7 @@ __all__ = ["VERSION", "ErrorInterceptor", "ExecutorService"]
 log = structlog.get_logger("executord.service")
 VERSION = "0.1.0"
 _DONE = object()
+_POLL_S = 0.25  # how often a streaming handler looks whether its call is still alive
 
 
 class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
@@ -89,10 +91,24 @@ class ExecutorService(executor_pb2_grpc.ExecutorServicer):
         self._store = store
         self._keyring = operator_keyring
         self._shutdown = threading.Event()
+        self._lock = threading.Lock()
+        self._active: dict[str, tuple[threading.Event, threading.Thread]] = {}
 
     def shutdown(self) -> None:
-        """Cancel every running execution (SIGTERM): their containers are killed and removed."""
-        self._shutdown.set()
+        """SIGTERM: take no new request; cancel every running one (its containers killed)."""
+        with self._lock:
+            self._shutdown.set()
+            active = list(self._active.values())
+        for cancel, _ in active:
+            cancel.set()
+
+    def wait_idle(self, deadline: float) -> bool:
+        """Wait until the monotonic ``deadline`` for every request's work to end; True if it did."""
+        with self._lock:
+            workers = [w for _, w in self._active.values()]
+        for w in workers:
+            w.join(max(0.0, deadline - time.monotonic()))
+        return not any(w.is_alive() for w in workers)
 
     def FindMissingBlobs(
         self, request: executor_pb2.FindMissingBlobsRequest, context: grpc.ServicerContext
@@ -139,44 +155,72 @@ class ExecutorService(executor_pb2_grpc.ExecutorServicer):
         inp = _to_input(request)
         structlog.contextvars.bind_contextvars(request_id=inp.request_id)
         try:
+            if self._shutdown.is_set():
+                raise Unavailable("the executor is shutting down")
             prepared = self._executor.prepare(inp)  # refusals raise here: nothing started
             events: queue.Queue[Any] = queue.Queue()
             cancel = threading.Event()
-            context.add_callback(cancel.set)
-            stop_watch = threading.Event()
-            threading.Thread(
-                target=_watch_shutdown, args=(self._shutdown, cancel, stop_watch), daemon=True
-            ).start()
-
-            def work() -> None:
-                try:
-                    events.put(self._executor.run(prepared, events.put, cancel))
-                except BaseException as exc:
-                    events.put(exc)
-                finally:
-                    events.put(_DONE)
-                    stop_watch.set()
-                    self._executor.cleanup(prepared)
-
-            threading.Thread(
-                target=work, name=f"execute-{inp.request_id[:12]}", daemon=True
-            ).start()
-            yield from _drain(events)
+            if not context.add_callback(cancel.set):
+                cancel.set()  # the call already ended
+            self._start_work(prepared, events, cancel)
+            yield from _drain(events, context)
         finally:
             structlog.contextvars.unbind_contextvars("request_id")
 
+    def _start_work(
+        self, prepared: Prepared, events: queue.Queue[Any], cancel: threading.Event
+    ) -> None:
+        """Run ``prepared`` in a thread a shutdown can cancel; its request dir goes in any case."""
+        key = uuid.uuid4().hex
+        worker = threading.Thread(
+            target=self._work,
+            args=(key, prepared, events, cancel),
+            name=f"execute-{prepared.inp.request_id[:12]}",
+            daemon=True,  # a run wedged in a call that cannot be interrupted must not hold the exit
+        )
+        with self._lock:
+            if self._shutdown.is_set():
+                self._executor.cleanup(prepared)
+                raise Unavailable("the executor is shutting down")
+            self._active[key] = (cancel, worker)
+        try:
+            worker.start()
+        except BaseException:
+            with self._lock:
+                self._active.pop(key, None)
+            self._executor.cleanup(prepared)
+            raise
 
-def _watch_shutdown(
-    shutdown: threading.Event, cancel: threading.Event, stop: threading.Event
-) -> None:
-    while not stop.is_set():
-        if shutdown.wait(0.5):
-            cancel.set()
+    def _work(
+        self, key: str, prepared: Prepared, events: queue.Queue[Any], cancel: threading.Event
+    ) -> None:
+        try:
+            events.put(self._executor.run(prepared, events.put, cancel))
+        except BaseException as exc:
+            events.put(exc)
+        finally:
+            try:
+                self._executor.cleanup(prepared)  # before the call ends: no debris after a reply
+            finally:
+                with self._lock:
+                    self._active.pop(key, None)
+                events.put(_DONE)
+
+
+def _drain(
+    events: queue.Queue[Any], context: grpc.ServicerContext
+) -> Iterator[executor_pb2.ExecuteEvent]:
+    """Stream the work's events; stop waiting when the call is over (client gone, or the server
+    cancelled it at the end of its shutdown grace) so that no handler outlives the server."""
+    while True:
+        try:
+            item = events.get(timeout=_POLL_S)
+        except queue.Empty:
+            if not context.is_active():
+                return
+            continue
+        if item is _DONE:
             return
-
-
-def _drain(events: queue.Queue[Any]) -> Iterator[executor_pb2.ExecuteEvent]:
-    while (item := events.get()) is not _DONE:
         if isinstance(item, Progress):
             yield executor_pb2.ExecuteEvent(
                 progress=executor_pb2.Progress(

@@ -49,6 +49,8 @@ class ExecutorSettings:
     sandbox_uid: int = 10001
     label: str = "patchgate.executord"
     instance: str = "default"
+    owner_label: str = "patchgate.owner"  # value ``<host>-<pid>`` of the process that created it
+    shutdown_grace_s: float = 10.0
     tls_cert: Path | None = None
     tls_key: Path | None = None
     client_ca: Path | None = None
@@ -60,5 +62,5 @@ class ExecutorSettings:
 
     @property
     def work_dir(self) -> Path:
-        """Per-request materialized trees and results (private to this process)."""
+        """Where each process's work directory ``<host>-<pid>`` (its requests' trees) lives."""
         return self.state_dir / "work"

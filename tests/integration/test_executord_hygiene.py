@@ -3,8 +3,11 @@ SIGTERM during a run (wedged or not), kill -9 then restart. Real daemons, real D
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from tests.integration.fixtures_executor import (
     ExecutorProc,
+    PrivateDockerd,
     billing_case,
     labeled_containers,
     prop,
@@ -120,3 +124,124 @@ def test_second_executor_leaves_the_first_ones_sandboxes_alone(
         second.stop()
     assert result.transport == ()
     assert [o.outcome for o in result.outcomes] == ["pass"]
+
+
+def _work_dirs(daemon: ExecutorProc) -> list[str]:
+    root = daemon.state_dir / "work"
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+def _own_work_dir(daemon: ExecutorProc) -> Path:
+    (name,) = [n for n in _work_dirs(daemon) if n.endswith(f"-{daemon.proc.pid}")]
+    return daemon.state_dir / "work" / name
+
+
+def _sigterm_and_time(daemon: ExecutorProc, timeout: float) -> tuple[int | None, float]:
+    t0 = time.monotonic()
+    daemon.proc.send_signal(signal.SIGTERM)
+    try:
+        code: int | None = daemon.proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    return code, time.monotonic() - t0
+
+
+def test_sigterm_mid_run_stops_within_the_grace_and_leaves_nothing(
+    docker_engine: None, operator_key, tmp_path: Path
+) -> None:
+    """SIGTERM while a property sleeps: the run is cancelled (transport, never an outcome), the
+    daemon exits 0 well within --shutdown-grace, no container and no work dir left."""
+    daemon = start_executor(tmp_path, operator_key.keyring_path, "--shutdown-grace", "6")
+    try:
+        box: list[ExecutionResult | BaseException] = []
+        worker = _execute_in_thread(daemon, _slow_case(tmp_path, operator_key.signer, 60), box)
+        assert wait_for(lambda: len(_running(daemon.instance)) == 2, timeout=60)
+        assert list(_own_work_dir(daemon).glob("req-*")), "precondition: a request dir exists"
+        code, took = _sigterm_and_time(daemon, 6 + 3)
+    finally:
+        daemon.stop()
+    assert (code, took < 6 + 2) == (0, True), (code, took, daemon.log()[-2000:])
+    result = _result(worker, box)
+    assert result.outcomes == ()
+    assert result.transport
+    assert labeled_containers(daemon.instance) == []
+    assert _work_dirs(daemon) == []
+
+
+def test_sigterm_with_a_wedged_run_still_exits_within_the_grace(
+    private_dockerd: PrivateDockerd, operator_key, tmp_path: Path
+) -> None:
+    """A run stuck in a call that does not return (its engine frozen with SIGSTOP): SIGTERM still
+    ends the daemon within the grace and a small margin, exit 0, its work dir removed; the
+    container the frozen engine still holds is removed by the next start-up of the instance."""
+    env = {"DOCKER_HOST": private_dockerd.host}
+    daemon = start_executor(tmp_path, operator_key.keyring_path, "--shutdown-grace", "5", env=env)
+    engine_env = {**os.environ, **env}
+
+    def running() -> bool:
+        out = subprocess.run(
+            ["docker", "ps", "-q", "--filter", f"label=patchgate.executord={daemon.instance}"],
+            capture_output=True, text=True, env=engine_env, check=False,
+        ).stdout  # fmt: skip
+        return bool(out.split())
+
+    frozen = False
+    try:
+        box: list[ExecutionResult | BaseException] = []
+        _execute_in_thread(daemon, _slow_case(tmp_path, operator_key.signer, 60), box, runs=1)
+        assert wait_for(running, timeout=60)
+        private_dockerd.proc.send_signal(signal.SIGSTOP)
+        frozen = True
+        time.sleep(1.0)  # the run's next engine call is now stuck
+        code, took = _sigterm_and_time(daemon, 5 + 5)
+    finally:
+        if frozen:
+            private_dockerd.proc.send_signal(signal.SIGCONT)
+        daemon.stop()
+    assert (code, took < 5 + 2.5) == (0, True), (code, took, daemon.log()[-2000:])
+    assert "shutdown grace over" in daemon.log()
+    assert _work_dirs(daemon) == []
+    assert running(), "precondition: the frozen engine kept the container"
+    again = start_executor(
+        tmp_path, operator_key.keyring_path, "--instance", daemon.instance, env=env
+    )
+    try:
+        assert not running()
+    finally:
+        again.stop()
+
+
+def test_kill_9_debris_is_swept_at_restart_but_a_living_siblings_is_not(
+    docker_engine: None, operator_key, tmp_path: Path
+) -> None:
+    """kill -9 mid-run leaves the request's work dir; restarting with the same state dir removes
+    it, while a living executor sharing that state dir keeps its own (and its run passes)."""
+    first = start_executor(tmp_path, operator_key.keyring_path)
+    sibling = start_executor(tmp_path, operator_key.keyring_path)  # same state dir, own instance
+    again: ExecutorProc | None = None
+    try:
+        box: list[ExecutionResult | BaseException] = []
+        sib_box: list[ExecutionResult | BaseException] = []
+        _execute_in_thread(first, _slow_case(tmp_path / "a", operator_key.signer, 60), box, 1)
+        sib_worker = _execute_in_thread(
+            sibling, _slow_case(tmp_path / "b", operator_key.signer, 30), sib_box, runs=1
+        )
+        assert wait_for(lambda: bool(_running(first.instance)), timeout=60)
+        assert wait_for(lambda: bool(_running(sibling.instance)), timeout=60)
+        dead_dir, sib_dir = _own_work_dir(first), _own_work_dir(sibling)
+        sib_req = list(sib_dir.glob("req-*"))
+        first.proc.kill()
+        first.proc.wait(10)
+        assert list(dead_dir.glob("req-*")), "precondition: kill -9 left the request dir"
+        again = start_executor(tmp_path, operator_key.keyring_path, "--instance", first.instance)
+        assert not dead_dir.exists()
+        assert sib_req, "precondition: the sibling has a request dir"
+        assert all(p.exists() for p in sib_req), "a living sibling's dir was swept"
+        assert labeled_containers(first.instance) == []
+        sib_result = _result(sib_worker, sib_box)
+    finally:
+        for d in (first, sibling, again):
+            if d is not None:
+                d.stop()
+    assert [o.outcome for o in sib_result.outcomes] == ["pass"], sib_result.outcomes
+    assert _work_dirs(sibling) == []
