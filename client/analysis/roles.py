@@ -1,4 +1,4 @@
-"""Source, harness, oracle: what each path of a target repository is to the gate (DESIGN §3).
+"""Source, harness, oracle: what each path of a target repository is to the gate.
 
 Roles, in the order they are decided (first match wins):
 
@@ -23,7 +23,7 @@ Roles, in the order they are decided (first match wins):
 ``source``    a ``.py`` under a source root: production code, its symbols are scored.
 ``data``      everything else (docs, data files, ``.pyi`` stubs): listed, never scored.
 
-Harness and oracle together are the oracle of DESIGN §6 step 3: touching either is ``R7``. The
+Harness and oracle paths together are the oracle: a patch touching either moved it (``R7``). The
 layout is read from the **base** tree only; a patch cannot change how its own paths are judged.
 """
 

@@ -1,4 +1,4 @@
-"""Changed symbols of one module, from the ASTs of its base and patched files (DESIGN §6 step 2).
+"""Changed symbols of one module, from the ASTs of its base and patched files.
 
 A symbol is a function, method or class named by its qualified name under the file's module
 (``billing.prorate``, ``billing.orders.Order.total``, ``pkg.mod.outer.<locals>.inner``), or

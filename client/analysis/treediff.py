@@ -3,8 +3,10 @@
 Every path whose kind (regular file, symlink, other), executable bit, bytes or link target differ
 between the two trees is one :class:`PathChange`. Directories are not entries (git tracks none);
 an empty directory left behind by a deletion is nothing. Nothing is followed: a symlink is its
-target string, never the file it points to. This is the one answer to "what did the patch
-touch" (DESIGN §6 step 2); the patch text is never parsed a second time for it.
+target string, never the file it points to. Nothing is skipped either (the trees are extracted
+from ``git archive``: no ``.git`` in them, and ``git apply`` refuses to write one). This is the
+one answer to "what did the patch touch" (docs/gate-analysis.md); the patch text is never parsed
+a second time for it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Entry", "PathChange", "scan_tree", "tree_changes"]
-
-_SKIP = frozenset({".git"})
-
 
 @dataclass(frozen=True)
 class Entry:
@@ -77,8 +76,7 @@ def _entry(full: str, st: os.stat_result) -> Entry:
 
 
 def scan_tree(root: Path) -> dict[str, Entry]:
-    """Every non-directory path under ``root`` (POSIX, relative), ``.git`` left out, no link
-    followed."""
+    """Every non-directory path under ``root`` (POSIX, relative); no link followed."""
     out: dict[str, Entry] = {}
     stack = [""]
     while stack:
@@ -86,8 +84,6 @@ def scan_tree(root: Path) -> dict[str, Entry]:
         with os.scandir(os.path.join(root, rel_dir) if rel_dir else root) as it:
             for item in it:
                 rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
-                if rel in _SKIP:
-                    continue
                 st = item.stat(follow_symlinks=False)
                 if stat.S_ISDIR(st.st_mode):
                     stack.append(rel)

@@ -1,4 +1,4 @@
-"""Materialize the base and patched trees of one check (DESIGN §6 steps 2-4).
+"""Materialize the base and patched trees of one check, and what the patch changed between them.
 
 The base tree is ``git archive`` of ``--base`` extracted into a private temp dir (no checkout of the
 user's repo is touched); the patched tree is a copy of it with ``git apply -p1`` (never

@@ -37,7 +37,7 @@ TAUTOLOGY = "tautology"
 
 
 def covers_symbol(cover: str, symbol: str) -> bool:
-    """Whether a ``covers`` entry of a property pin names ``symbol`` (exact, DESIGN's rule).
+    """Whether a ``covers`` entry of a property pin names ``symbol`` (exact).
 
     ``billing.prorate`` covers itself and everything defined inside it
     (``billing.prorate.<locals>.f``); ``billing.Line`` covers its methods; a module name
