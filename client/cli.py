@@ -30,6 +30,8 @@ _COMMANDS: tuple[str, ...] = (
     "client.commands.verify",
     "client.commands.demo",
     "client.commands.up",
+    "client.commands.init",
+    "client.commands.pin",
 )
 # Command name -> its module, so that running one command imports only its module (``digest``
 # needs neither grpc nor docker). --help, or an unknown command, imports them all.
@@ -42,10 +44,18 @@ _MODULE_OF: dict[str, str] = {
     "demo": "client.commands.demo",
     "up": "client.commands.up",
     "down": "client.commands.up",
+    "init": "client.commands.init",
+    "pin": "client.commands.pin",
 }
 # Commands that log nothing: they skip structlog's import and set-up (start-up time of ``digest``).
 _NO_LOGGING = frozenset(
-    {"client.commands.digest", "client.commands.dualpin", "client.commands.flake"}
+    {
+        "client.commands.digest",
+        "client.commands.dualpin",
+        "client.commands.flake",
+        "client.commands.init",
+        "client.commands.pin",
+    }
 )
 
 _DESCRIPTION = """\

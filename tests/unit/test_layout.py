@@ -16,8 +16,16 @@ CLIENT_MAY_IMPORT: dict[str, frozenset[str]] = {
     "client.verdict": frozenset(),
     "client.lanes": frozenset(),
     "client.gate": frozenset({"client.verdict", "client.analysis"}),
+    "client.pinning": frozenset({"client.analysis", "client.errors"}),
     "client.commands": frozenset(
-        {"client.gate", "client.verdict", "client.analysis", "client.lanes", "client.errors"}
+        {
+            "client.gate",
+            "client.verdict",
+            "client.analysis",
+            "client.lanes",
+            "client.pinning",
+            "client.errors",
+        }
     ),
 }
 

@@ -1,0 +1,74 @@
+"""``patchgate init``: scaffold ``pins/`` and ``[tool.patchgate]`` in a repository; no overwrite.
+
+The work is :mod:`client.pinning.scaffold`; this module parses the flags and prints what it wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from client.commands._util import print_json
+from client.pinning.scaffold import apply_init, plan_init
+from patchgate.errors import UsageError
+
+__all__ = ["register", "run"]
+
+_DESCRIPTION = """\
+Scaffold the pins of a repository: pins/fixtures.json (every file under the fixture root hashed,
+seed 7, clock bound 30000 ms, allowed command 'python -m pytest -q -p no:cacheprovider'), an empty
+pins/properties.json and pins/flakes.json, and a [tool.patchgate] table with source_roots guessed
+from the layout (["src"] when src/ exists, else ["."]). The table is appended to pyproject.toml
+when there is one (the rest of the file is kept byte for byte), else written to patchgate.toml.
+
+init never overwrites: when a pin file or patchgate.toml exists, or pyproject.toml already has
+[tool.patchgate], it names them and writes nothing (exit 64). Next: mark property tests with
+@pytest.mark.patchgate(...) and run 'patchgate pin properties --from-pytest', then 'patchgate pin
+check'. See docs/reference/pins.md.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``init`` command."""
+    p = subparsers.add_parser(
+        "init",
+        help="scaffold pins/ and [tool.patchgate] in a repository (never overwrites)",
+        description=_DESCRIPTION,
+    )
+    p.add_argument(
+        "--repo", type=Path, default=Path("."), metavar="DIR", help="the repository (default: .)"
+    )
+    p.add_argument(
+        "--fixture-root",
+        default="fixtures",
+        metavar="DIR",
+        help="the fixture directory, relative to the repository (default: fixtures)",
+    )
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``patchgate init``; exit 0, or refused with nothing written."""
+    repo: Path = args.repo
+    if not repo.is_dir():
+        raise UsageError(f"--repo {repo}: not a directory")
+    plan = plan_init(repo, fixture_root=args.fixture_root)
+    apply_init(plan)
+    if args.json:
+        print_json(
+            {
+                "written": plan.created,
+                "config_file": plan.config_file,
+                "source_roots": list(plan.source_roots),
+                "fixture_files": plan.fixture_files,
+            }
+        )
+        return 0
+    for rel in plan.created:
+        print(f"wrote {rel}" + (" ([tool.patchgate] appended)" if rel == "pyproject.toml" else ""))
+    roots = ", ".join(plan.source_roots)
+    print(f"source_roots: {roots}; fixture files pinned: {plan.fixture_files}")
+    print("next: mark property tests @pytest.mark.patchgate(...), then")
+    print("      patchgate pin properties --from-pytest && patchgate pin check")
+    return 0

@@ -1,0 +1,225 @@
+"""``pin properties --from-pytest``: the tests marked ``@pytest.mark.patchgate`` become properties.
+
+Collection runs in a subprocess, in the repository, with the interpreter patchgate runs under
+(so the project's own dependencies must be importable there, as for its tests)::
+
+    python -m pytest --collect-only -q -p no:cacheprovider -p patchgate.pytest_collect
+                     --rootdir REPO [PATH ...]
+
+with ``PATCHGATE_COLLECT_OUT`` naming a temporary file the collector plugin writes the marked
+items to (:mod:`patchgate.pytest_collect`). Nothing is run. Each marked test becomes::
+
+    {"id": <id= or <module>.<test>>, "claim": <claim= or "">, "class": <kind=>,
+     "covers": <covers=>, "command": <first allowed command of the fixture pin> + [<node id>]}
+
+where ``<module>.<test>`` is the node id's file as a dotted path and its names
+(``tests/test_core.py::TestSlug::test_x`` → ``tests.test_core.TestSlug.test_x``).
+
+The marked tests are the whole truth: ``properties.json`` is replaced, and what was added,
+removed or changed (by id) is printed. Refused, every problem listed at once and nothing written
+(exit 78): a collection error, a mark with positional arguments or an unknown keyword, no ``kind``
+or an unknown one, ``covers`` missing or not a list of names, a parametrized test (one property
+is one test id), two tests with the same id, and anything the pin parser refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from client.errors import EXIT_CONFIG, CommandRefused, ConfigError
+from client.pinning.changes import Changes, diff_maps
+from client.pinning.fixtures import config_error
+from patchgate.atomicfile import atomic_write_bytes, json_bytes
+from patchgate.errors import PinError, PinErrors
+from patchgate.pins import PROPERTY_CLASSES, DirSource, load_config, parse_fixture_pin
+from patchgate.pins import parse_properties as parse_properties_pin
+from patchgate.pytest_collect import OUT_ENV
+
+__all__ = [
+    "COLLECT_TIMEOUT_S",
+    "PropertyUpdate",
+    "build_properties",
+    "default_id",
+    "repin_properties",
+    "run_collection",
+]
+
+COLLECT_TIMEOUT_S = 600
+_KEYWORDS = ("claim", "kind", "covers", "id")
+_TAIL_LINES = 15
+
+Collector = Callable[[Path, Sequence[str]], list[dict[str, Any]]]
+
+
+def run_collection(repo: Path, paths: Sequence[str]) -> list[dict[str, Any]]:
+    """The records of the marked tests of ``repo``; ConfigError with the tail of pytest's output."""
+    with tempfile.TemporaryDirectory(prefix="patchgate-collect-") as tmp:
+        out = Path(tmp) / "items.json"
+        argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        argv += ["-p", "patchgate.pytest_collect", "--rootdir", str(repo.resolve()), *paths]
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=repo,
+                env={**os.environ, OUT_ENV: str(out)},
+                capture_output=True,
+                text=True,
+                errors="replace",
+                check=False,
+                timeout=COLLECT_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise ConfigError([f"pytest collection took more than {COLLECT_TIMEOUT_S} s"]) from None
+        except OSError as exc:
+            raise ConfigError([f"cannot run pytest: {exc.strerror or exc}"]) from None
+        if proc.returncode not in (0, 5) or not out.exists():  # 5: no test collected
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-_TAIL_LINES:]
+            raise ConfigError(
+                [f"pytest collection failed (exit {proc.returncode}); its output ends:", *tail]
+            )
+        data = json.loads(out.read_text(encoding="utf-8"))
+    items: list[dict[str, Any]] = data["items"]
+    return items
+
+
+def default_id(nodeid: str) -> str:
+    """``<module>.<test>``: ``tests/test_a.py::C::test_x`` → ``tests.test_a.C.test_x``."""
+    path, *names = nodeid.split("::")
+    module = path[:-3] if path.endswith(".py") else path
+    return ".".join([module.replace("/", "."), *names])
+
+
+def _property(item: dict[str, Any], command: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """One property from one collected record, and every problem of its mark."""
+    nodeid = str(item.get("nodeid", "?"))
+    kwargs: dict[str, Any] = item.get("kwargs") or {}
+    problems: list[str] = []
+    if item.get("args"):
+        problems.append("the mark takes keyword arguments only (claim=, kind=, covers=, id=)")
+    problems += [
+        f"unknown argument {k}=; one of {', '.join(_KEYWORDS)}"
+        for k in kwargs
+        if k not in _KEYWORDS
+    ]
+    if item.get("parametrized"):
+        problems.append("a parametrized test: one property is one test id; mark a plain test")
+    kind = kwargs.get("kind")
+    if kind not in PROPERTY_CLASSES:
+        problems.append(f"kind= is required, one of {', '.join(PROPERTY_CLASSES)} (got {kind!r})")
+    covers = kwargs.get("covers")
+    if not isinstance(covers, list) or not all(isinstance(c, str) and c for c in covers):
+        problems.append("covers= is required, a list of qualified symbol names")
+    claim = kwargs.get("claim", "")
+    if not isinstance(claim, str):
+        problems.append("claim= must be a string")
+    pid = kwargs.get("id", default_id(nodeid))
+    if not isinstance(pid, str):
+        problems.append("id= must be a string")
+    prop = {
+        "id": pid,
+        "claim": claim,
+        "class": kind,
+        "covers": covers,
+        "command": [*command, nodeid],
+    }
+    return prop, [f"{nodeid}: {p}" for p in problems]
+
+
+def build_properties(
+    items: Sequence[dict[str, Any]], command: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The properties of the collected ``items`` and every problem (ids must be unique)."""
+    props: list[dict[str, Any]] = []
+    problems: list[str] = []
+    owner: dict[str, str] = {}
+    for item in items:
+        prop, found = _property(item, command)
+        problems += found
+        nodeid = prop["command"][-1]
+        pid = prop["id"]
+        if isinstance(pid, str) and pid in owner:
+            problems.append(f"{nodeid}: id {pid!r} is also the id of {owner[pid]}")
+        elif isinstance(pid, str):
+            owner[pid] = nodeid
+        props.append(prop)
+    return props, problems
+
+
+@dataclass(frozen=True, kw_only=True)
+class PropertyUpdate:
+    """What ``pin properties`` did: the pin file, the changes by id, how many it pins now."""
+
+    path: Path
+    changes: Changes
+    properties: int
+
+
+def _by_id(raw: bytes | None) -> dict[str, object]:
+    """The entries of an existing properties.json by id (anything unreadable: empty)."""
+    try:
+        obj = json.loads(raw.decode("utf-8")) if raw is not None else {}
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    items = obj.get("properties") if isinstance(obj, dict) else None
+    return {
+        str(i.get("id")): i
+        for i in (items if isinstance(items, list) else [])
+        if isinstance(i, dict)
+    }
+
+
+def _parser_problems(
+    data: bytes, where: str, props: list[dict[str, Any]], fixtures: Any
+) -> list[str]:
+    """The pin parser's problems of the new file, each named by the test it came from."""
+    try:
+        parse_properties_pin(data, where, fixtures)
+    except PinError as exc:
+        found = exc.errors if isinstance(exc, PinErrors) else (exc,)
+        out = []
+        for e in found:
+            index = e.field.partition("]")[0].removeprefix("properties[")
+            node = props[int(index)]["command"][-1] if index.isdigit() else where
+            out.append(f"{node}: {e.field.partition('.')[2] or e.field}: {e.why}")
+        return out
+    return []
+
+
+def repin_properties(
+    repo: Path, paths: Sequence[str] = (), collect: Collector = run_collection
+) -> PropertyUpdate:
+    """Replace ``repo``'s properties.json by its marked tests; ConfigError lists every problem."""
+    source = DirSource(repo)
+    try:
+        config = load_config(source)
+    except PinError as exc:
+        raise config_error(exc) from None
+    fx_rel, prop_rel, _ = config.pin_paths
+    raw_fx = source.read(fx_rel)
+    if raw_fx is None:
+        raise CommandRefused(
+            f"{source.describe(fx_rel)}: missing; run 'patchgate init' first", EXIT_CONFIG
+        )
+    try:
+        fixtures = parse_fixture_pin(raw_fx, source.describe(fx_rel), config.fixture_root)
+    except PinError as exc:
+        raise config_error(exc) from None
+    props, problems = build_properties(collect(repo, paths), fixtures.allowed_commands[0])
+    where = source.describe(prop_rel)
+    data = json_bytes({"properties": props})
+    if not problems:
+        problems = _parser_problems(data, where, props, fixtures)
+    if problems:
+        raise ConfigError(problems)
+    changes = diff_maps(_by_id(source.read(prop_rel)), {p["id"]: p for p in props})
+    if not changes.empty:
+        atomic_write_bytes(repo / prop_rel, data)
+    return PropertyUpdate(path=repo / prop_rel, changes=changes, properties=len(props))

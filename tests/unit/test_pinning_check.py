@@ -1,0 +1,191 @@
+"""``pin check``: schema, parser and ``covers`` problems of a tree, every one at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from client.pinning.check import check_tree, covers_problems, schema_problems
+from client.pinning.names import SymbolNames, tree_symbols
+from client.pinning.tree import WorkTree, open_tree
+from patchgate.errors import UsageError
+from patchgate.pins import ProjectConfig
+from tests.unit._pinning_helpers import (
+    fixture_pin,
+    git,
+    make_library,
+    prop,
+    write,
+    write_pins,
+)
+
+
+@pytest.fixture
+def lib(tmp_path: Path) -> Path:
+    root = make_library(tmp_path / "lib")
+    write(root, {"pyproject.toml": "[tool.patchgate]\nsource_roots = ['src']\n"})
+    return root
+
+
+def _problems(root: Path) -> tuple[str, ...]:
+    return check_tree(WorkTree(root)).problems
+
+
+def test_valid_pins_have_no_problem(lib: Path) -> None:
+    """Module, function, class, method and nested names are all symbols of the tree."""
+    covers = [
+        "textkit",
+        "textkit.core",
+        "textkit.core.slugify",
+        "textkit.core.Counter",
+        "textkit.core.Counter.count",
+        "textkit.core.Counter.count.<locals>.inner",
+    ]
+    write_pins(lib, [prop("p.a", covers)], flakes={"flakes": []})
+    report = check_tree(WorkTree(lib))
+    assert report.ok, report.problems
+    assert (report.properties, report.covers, report.flakes) == (1, 6, 0)
+
+
+def test_a_covers_typo_names_the_nearest_symbol(lib: Path) -> None:
+    """The regression of issue 16: a covers entry that names nothing is an error, not R1 later."""
+    write_pins(lib, [prop("p.a", ["textkit.core.slugfy"])])
+    (line,) = _problems(lib)
+    assert "properties[0].covers[0]: 'textkit.core.slugfy' names no symbol" in line
+    assert line.endswith("did you mean textkit.core.slugify?")
+
+
+def test_names_are_from_the_source_root_not_the_repo_root(lib: Path) -> None:
+    """``src.textkit.core`` is the path, not the module: refused with the module suggested."""
+    write_pins(lib, [prop("p.a", ["src.textkit.core.slugify"])])
+    (line,) = _problems(lib)
+    assert "did you mean textkit.core.slugify?" in line
+
+
+def test_a_re_export_is_not_a_symbol(lib: Path) -> None:
+    """``textkit.slugify`` is imported into the package, defined elsewhere: exact covers refuse."""
+    write_pins(lib, [prop("p.a", ["textkit.slugify"])])
+    (line,) = _problems(lib)
+    assert "'textkit.slugify' names no symbol" in line
+
+
+def test_tests_and_pins_are_not_production_symbols(lib: Path) -> None:
+    """A covers entry naming a test function names no production symbol."""
+    write(lib, {"src/textkit/test_core_inside.py": "def test_x():\n    pass\n"})
+    write_pins(lib, [prop("p.a", ["tests.test_core.test_count", "textkit.test_core_inside"])])
+    assert len(_problems(lib)) == 2
+
+
+def test_every_problem_of_every_file_at_once(lib: Path) -> None:
+    """Schema, parser-only and covers problems of three files, one line each, no duplicate."""
+    fixtures = fixture_pin(seed=-1)
+    props = [
+        prop("p.a", ["textkit.core.slugfy"]),
+        {**prop("p.a", ["textkit"]), "class": "fast"},
+        {**prop("p.c", ["textkit"]), "command": ["sh", "-c", "true"]},
+    ]
+    flakes = {"flakes": [{"id": "FLK-1", "signature": "x", "opened_on": "2026-02-30"}]}
+    write_pins(lib, props, fixtures=fixtures, flakes=flakes)
+    problems = _problems(lib)
+    joined = "\n".join(problems)
+    assert "fixtures.json: seed:" in joined
+    assert "properties[1].class: 'fast' is not one of" in joined
+    assert "properties[1].id: duplicate property id 'p.a'" in joined  # parser only
+    assert "properties[2].command: not allowed by allowed_commands" in joined  # parser only
+    assert "did you mean textkit.core.slugify?" in joined
+    assert "flakes[0].expires_on: required" in joined
+    assert "flakes[0].tests: required" in joined
+    assert len([p for p in problems if "properties[1].class" in p]) == 1, problems
+    assert len(problems) == len(set(problems))
+
+
+def test_missing_pin_files_are_problems_and_flakes_is_optional(tmp_path: Path) -> None:
+    """Neither fixtures.json nor properties.json: both named; no flakes.json is fine."""
+    problems = _problems(tmp_path)
+    assert [p.rsplit(": ", 1)[1] for p in problems] == ["missing", "missing"]
+
+
+def test_invalid_json_is_one_problem(lib: Path) -> None:
+    """Undecodable JSON: the parser's one line, no schema noise."""
+    write_pins(lib, [])
+    (lib / "pins" / "properties.json").write_text("{not json")
+    (line,) = _problems(lib)
+    assert "not valid JSON" in line
+
+
+def test_an_invalid_configuration_stops_the_check(lib: Path) -> None:
+    """An unknown [tool.patchgate] key: the only problem (it says where the pins are)."""
+    write(lib, {"pyproject.toml": "[tool.patchgate]\npins_dirr = 'x'\n"})
+    assert _problems(lib) == (
+        f"{lib / 'pyproject.toml'}: tool.patchgate.pins_dirr: unknown setting",
+    )
+
+
+def test_an_unparsable_module_is_named(lib: Path) -> None:
+    """A covers entry inside a module that does not parse says so instead of guessing."""
+    write(lib, {"src/textkit/broken.py": "def f(:\n"})
+    write_pins(lib, [prop("p.a", ["textkit.broken", "textkit.broken.f"])])
+    (line,) = _problems(lib)
+    assert "'textkit.broken.f'" in line
+    assert line.endswith("(src/textkit/broken.py does not parse)")
+
+
+def test_rev_reads_pins_and_sources_of_that_revision(lib: Path) -> None:
+    """A typo committed and fixed in the working tree: --rev still reports it, the tree does not."""
+    write_pins(lib, [prop("p.a", ["textkit.core.slugfy"])])
+    git(lib, "init", "-q")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "base")
+    write_pins(lib, [prop("p.a", ["textkit.core.slugify"])])
+    assert _problems(lib) == ()
+    (line,) = check_tree(open_tree(lib, "HEAD")).problems
+    assert line.startswith("HEAD:pins/properties.json: properties[0].covers[0]")
+    assert "of revision HEAD; did you mean textkit.core.slugify?" in line
+
+
+def test_rev_must_be_a_commit(lib: Path) -> None:
+    """An unknown revision or an option-like one is a usage error."""
+    git(lib, "init", "-q")
+    with pytest.raises(UsageError, match="not a commit"):
+        open_tree(lib, "no-such-rev")
+    with pytest.raises(UsageError, match="not a revision"):
+        open_tree(lib, "--all")
+
+
+def test_schema_messages_are_one_readable_line() -> None:
+    """A pattern error names the value and the rule in words, never the regex."""
+    (error,) = schema_problems("properties", {"properties": [prop("bad id!", [])]}, "f.json")
+    assert error.field == "properties[0].id"
+    assert "(?!" not in str(error)
+    assert "Letters, digits" in str(error)
+
+
+def test_covers_problems_skip_non_strings() -> None:
+    """Non-string entries are the schema's to report; only names are looked up."""
+    obj = {"properties": [{"covers": [1, "", "a.b", "a.c"]}]}
+    lines = covers_problems(obj, "f", SymbolNames(frozenset({"a", "a.b"})), "T")
+    assert lines == ["f: properties[0].covers[3]: 'a.c' names no symbol of T; did you mean a.b?"]
+
+
+def test_repo_root_layout_names_modules_from_the_root(tmp_path: Path) -> None:
+    """Without src/, modules are named from the repository root; tests/ is not source."""
+    write(tmp_path, {"pkg/mod.py": "def f(): pass\n", "tests/test_a.py": "def test_a(): pass\n"})
+    names = tree_symbols(WorkTree(tmp_path), ProjectConfig())
+    assert {"pkg.mod", "pkg.mod.f"} <= names.names
+    assert not any(n.startswith("tests") for n in names.names)
+
+
+def test_json_report_shape(lib: Path) -> None:
+    """The JSON report lists the problems and the counts."""
+    write_pins(lib, [prop("p.a", ["textkit"])])
+    data = check_tree(WorkTree(lib)).to_json()
+    assert json.loads(json.dumps(data)) == {
+        "ok": True,
+        "problems": [],
+        "fixture_files": 0,
+        "properties": 1,
+        "covers": 1,
+        "flakes": 0,
+    }

@@ -1,0 +1,206 @@
+"""``pin fixtures`` and ``init``: the fixture tree hashed into the pin; refusals write nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from client.errors import EXIT_USAGE, CommandRefused, ConfigError
+from client.pinning.changes import Changes, diff_maps
+from client.pinning.fixtures import repin_fixtures, scan_fixtures
+from client.pinning.scaffold import apply_init, plan_init
+from patchgate.errors import FixtureScanError, UsageError
+from patchgate.pins import DirSource, load_config, load_pins
+from tests.unit._pinning_helpers import fixture_pin, make_library, write, write_pins
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+# -- changes -----------------------------------------------------------------------------------
+
+
+def test_diff_maps_names_added_removed_changed() -> None:
+    changes = diff_maps({"a": 1, "b": 2, "c": 3}, {"b": 2, "c": 4, "d": 5})
+    assert changes == Changes(added=("d",), removed=("a",), changed=("c",))
+    assert changes.lines() == ["added d", "removed a", "changed c"]
+    assert changes.summary() == "1 added, 1 removed, 1 changed"
+    assert diff_maps({"a": 1}, {"a": 1}).empty
+
+
+# -- pin fixtures ------------------------------------------------------------------------------
+
+
+def test_scan_hashes_every_file_under_the_root(tmp_path: Path) -> None:
+    write(tmp_path, {"fixtures/a.json": b"A", "fixtures/sub/b.bin": b"B", "other/c": b"C"})
+    assert scan_fixtures(tmp_path, "fixtures") == {
+        "fixtures/a.json": _sha(b"A"),
+        "fixtures/sub/b.bin": _sha(b"B"),
+    }
+    assert scan_fixtures(tmp_path, "nothing-here") == {}
+
+
+def test_repin_rewrites_only_files_and_reports_changes(tmp_path: Path) -> None:
+    """A file added, one removed, one changed; pin_id, seed, bound, commands and extra keys kept."""
+    write(tmp_path, {"fixtures/keep": b"k", "fixtures/edit": b"new", "fixtures/add": b"a"})
+    old = {"fixtures/keep": _sha(b"k"), "fixtures/edit": _sha(b"old"), "fixtures/gone": _sha(b"g")}
+    pin = fixture_pin(old, seed=99, clock_bound_ms=1234, pin_id="fixpin-mine", note="kept")
+    write_pins(tmp_path, [], fixtures=pin)
+    update = repin_fixtures(tmp_path)
+    assert update.changes == Changes(
+        added=("fixtures/add",), removed=("fixtures/gone",), changed=("fixtures/edit",)
+    )
+    written = json.loads((tmp_path / "pins/fixtures.json").read_text())
+    assert written["files"] == {
+        "fixtures/add": _sha(b"a"),
+        "fixtures/edit": _sha(b"new"),
+        "fixtures/keep": _sha(b"k"),
+    }
+    assert {k: v for k, v in written.items() if k != "files"} == {
+        k: v for k, v in pin.items() if k != "files"
+    }
+    load_pins(DirSource(tmp_path))  # the result is a valid pin
+
+
+def test_repin_of_an_unchanged_tree_leaves_the_file_alone(tmp_path: Path) -> None:
+    """No path or hash changed: not even the formatting of the file is touched."""
+    write(tmp_path, {"fixtures/a": b"A"})
+    write_pins(tmp_path, [], fixtures=fixture_pin({"fixtures/a": _sha(b"A")}))
+    before = (tmp_path / "pins/fixtures.json").read_bytes()
+    assert repin_fixtures(tmp_path).changes.empty
+    assert (tmp_path / "pins/fixtures.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["symlink-out", "fifo", "linked-dir"])
+def test_an_unsafe_fixture_tree_refuses_and_writes_nothing(tmp_path: Path, kind: str) -> None:
+    """Like ``digest``: a link out of the tree, a non-regular file, a linked directory -> exit 2."""
+    write(tmp_path, {"fixtures/a": b"A", "secret": b"S"})
+    write_pins(tmp_path, [])
+    target = tmp_path / "fixtures" / "x"
+    if kind == "symlink-out":
+        target.symlink_to(tmp_path / "secret")
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        target.symlink_to(tmp_path / "elsewhere")
+    before = (tmp_path / "pins/fixtures.json").read_bytes()
+    with pytest.raises(FixtureScanError) as info:
+        repin_fixtures(tmp_path)
+    assert info.value.unsafe == ["fixtures/x"]
+    assert (tmp_path / "pins/fixtures.json").read_bytes() == before
+
+
+def test_repin_without_a_pin_or_with_a_broken_one_is_a_configuration_error(tmp_path: Path) -> None:
+    """No fixtures.json: run init first (78). Invalid seed: every parser problem (78)."""
+    with pytest.raises(CommandRefused, match="run 'patchgate init' first") as info:
+        repin_fixtures(tmp_path)
+    assert info.value.exit_code == 78
+    write_pins(tmp_path, [], fixtures=fixture_pin(seed=-1, clock_bound_ms=0))
+    with pytest.raises(ConfigError) as err:
+        repin_fixtures(tmp_path)
+    assert [p.split(": ")[1] for p in err.value.problems] == ["seed", "clock_bound_ms"]
+
+
+# -- init --------------------------------------------------------------------------------------
+
+
+def test_init_scaffolds_pins_and_appends_the_table(tmp_path: Path) -> None:
+    """src/ layout with a pyproject.toml: its bytes kept, [tool.patchgate] appended, pins valid."""
+    root = make_library(tmp_path)
+    before = (root / "pyproject.toml").read_bytes()
+    plan = plan_init(root)
+    apply_init(plan)
+    after = (root / "pyproject.toml").read_bytes()
+    assert after.startswith(before)
+    assert tomllib.loads(after.decode())["tool"]["patchgate"] == {"source_roots": ["src"]}
+    assert plan.created == [
+        "pins/fixtures.json",
+        "pins/properties.json",
+        "pins/flakes.json",
+        "pyproject.toml",
+    ]
+    pins = load_pins(DirSource(root))
+    assert pins.fixtures.files == {"fixtures/words.json": _sha(b'{"words": ["a", "b"]}\n')}
+    assert pins.fixtures.allowed_commands == (
+        ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+    )
+    assert (pins.properties, pins.flakes) == ((), ())
+    assert pins.config.roots(has_src=True) == ("src",)
+
+
+def test_init_without_pyproject_writes_patchgate_toml_with_root_layout(tmp_path: Path) -> None:
+    """No src/: source_roots is the repository root; no pyproject.toml: a patchgate.toml."""
+    write(tmp_path, {"pkg/mod.py": "x = 1\n"})
+    apply_init(plan_init(tmp_path, fixture_root="data/"))
+    config = load_config(DirSource(tmp_path))
+    assert config.source_roots == ("",)
+    assert config.fixture_root == "data"
+    assert not (tmp_path / "pyproject.toml").exists()
+
+
+def test_init_appends_after_a_file_without_final_newline(tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": "[tool.ruff]\nline-length = 90"})
+    apply_init(plan_init(tmp_path))
+    doc = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert doc["tool"]["ruff"] == {"line-length": 90}
+    assert doc["tool"]["patchgate"] == {"source_roots": ["."]}
+
+
+@pytest.mark.parametrize(
+    ("files", "named"),
+    [
+        ({"pins/properties.json": "{}"}, "pins/properties.json"),
+        ({"patchgate.toml": ""}, "patchgate.toml"),
+        ({"pyproject.toml": "[tool.patchgate]\n"}, "[tool.patchgate]"),
+        ({"pyproject.toml": "[tool]\npatchgate = {pins_dir = 'p'}\n"}, "[tool.patchgate]"),
+        ({"pyproject.toml": "tool.patchgate.exclude = []\n"}, "[tool.patchgate]"),
+    ],
+)
+def test_init_never_overwrites(tmp_path: Path, files: dict[str, str], named: str) -> None:
+    """An existing pin file, patchgate.toml or [tool.patchgate] (any spelling): refused, 64,
+    named, and not one byte written."""
+    write(tmp_path, {"fixtures/a": b"A", **files})
+    before = _snapshot(tmp_path)
+    with pytest.raises(CommandRefused, match=named.replace("[", r"\[").replace(".", r"\.")) as info:
+        plan_init(tmp_path)
+    assert info.value.exit_code == EXIT_USAGE
+    assert _snapshot(tmp_path) == before
+
+
+def test_init_refuses_a_dangling_symlink_in_place_of_a_pin(tmp_path: Path) -> None:
+    """A link named pins/fixtures.json (even dangling) is never written through."""
+    (tmp_path / "pins").mkdir()
+    (tmp_path / "pins" / "fixtures.json").symlink_to(tmp_path / "outside.json")
+    with pytest.raises(CommandRefused, match=r"pins/fixtures\.json"):
+        plan_init(tmp_path)
+    assert not (tmp_path / "outside.json").exists()
+
+
+def test_init_refuses_an_unreadable_pyproject_and_an_unsafe_tree(tmp_path: Path) -> None:
+    """Invalid TOML: 78 and nothing written; a link out of the fixture tree: exit 2."""
+    write(tmp_path, {"pyproject.toml": "[project\n"})
+    with pytest.raises(ConfigError, match="cannot read as TOML"):
+        plan_init(tmp_path)
+    write(tmp_path, {"pyproject.toml": "", "secret": "s"})
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "s").symlink_to(tmp_path / "secret")
+    with pytest.raises(FixtureScanError):
+        plan_init(tmp_path)
+    assert not (tmp_path / "pins").exists()
+    with pytest.raises(UsageError, match="--fixture-root"):
+        plan_init(tmp_path, fixture_root="../up")
