@@ -59,7 +59,7 @@ def run_up(args: argparse.Namespace) -> int:
     )
     sys.stdout.write(
         f"signer    {lane.signer.address}  (pid {lane.signer.pid})\n"
-        f"executor  {lane.executor.address}  (pid {lane.executor.pid})\n"
+        f"executor  {lane.executor.address}  (pid {lane.executor.pid}, instance {lane.instance})\n"
         f"keyring   {lane.operator_keyring}\n\n{config_snippet(lane)}"
     )
     return 0

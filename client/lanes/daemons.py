@@ -49,6 +49,7 @@ class LaneState:
     operator_keyring: str
     signer: DaemonProc
     executor: DaemonProc
+    instance: str = ""  # the executor's --instance (empty in a lane.json of an older `up`)
 
     def save(self) -> None:
         """Write ``lane.json`` in the state directory."""
@@ -64,6 +65,7 @@ class LaneState:
                 operator_keyring=obj["operator_keyring"],
                 signer=DaemonProc(**obj["signer"]),
                 executor=DaemonProc(**obj["executor"]),
+                instance=str(obj.get("instance", "")),
             )
         except FileNotFoundError:
             return None

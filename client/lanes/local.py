@@ -10,12 +10,17 @@ Layout of the state directory (default ``.patchgate/``)::
     executor/executor.sock
     audit.log             the signer's hash-chained audit log
     logs/*.log            daemon logs (JSON lines)
-    lane.json             pids and addresses of what ``up`` started
+    lane.json             pids and addresses of what ``up`` started, and the executor's instance
     patchgate.toml        the [check] snippet that lets ``patchgate check`` find the daemons
+
+The executor's ``--instance`` (the container label value its start-up sweep removes) is derived
+from the resolved state directory, so two lanes on one Docker engine never sweep each other's
+sandboxes, and a lane restarted from the same directory sweeps what its previous executor left.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from collections.abc import Callable
@@ -25,7 +30,7 @@ from pathlib import Path
 from client.lanes.daemons import DaemonProc, LaneState, console_script, start_daemon, stop_pid
 from patchgate.errors import PatchgateError
 
-__all__ = ["LaneSettings", "config_snippet", "lane_down", "lane_up"]
+__all__ = ["LaneSettings", "config_snippet", "lane_down", "lane_instance", "lane_up"]
 
 _MARKER = "# written by `patchgate up`"
 
@@ -39,6 +44,12 @@ class LaneSettings:
     runtime: str = "runc"
     max_parallel: int | None = None
     write_config: Path | None = None  # also write the [check] snippet here (not over a user's file)
+
+
+def lane_instance(state_dir: Path) -> str:
+    """``lane-`` + 12 hex of the sha256 of the resolved state directory: the executor's instance."""
+    resolved = str(Path(state_dir).resolve())
+    return "lane-" + hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 
 def _keygen(state: Path) -> Path:
@@ -99,6 +110,7 @@ def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
         signer_addr,
         state / "logs" / "signerd.log",
     )
+    instance = lane_instance(state)
     exec_args = [
         "serve",
         "--operator-keyring",
@@ -109,10 +121,12 @@ def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
         settings.image,
         "--runtime",
         settings.runtime,
+        "--instance",
+        instance,
     ]
     if settings.max_parallel:
         exec_args += ["--max-parallel", str(settings.max_parallel)]
-    say(f"starting patchgate-executord on {executor_addr} (image {settings.image})")
+    say(f"starting patchgate-executord on {executor_addr} (image {settings.image}, {instance})")
     try:
         executor = start_daemon(
             "patchgate-executord", exec_args, executor_addr, state / "logs" / "executord.log"
@@ -121,7 +135,11 @@ def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
         stop_pid(signer.pid)
         raise
     lane = LaneState(
-        state_dir=str(state), operator_keyring=str(keyring), signer=signer, executor=executor
+        state_dir=str(state),
+        operator_keyring=str(keyring),
+        signer=signer,
+        executor=executor,
+        instance=instance,
     )
     lane.save()
     snippet = config_snippet(lane)

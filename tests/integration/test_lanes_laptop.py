@@ -123,3 +123,24 @@ def test_demo_passes_twice_and_leaves_nothing_running(docker_engine: None, tmp_p
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     assert leftovers == []
+
+
+def test_two_lanes_on_one_engine_get_two_instances(docker_engine: None, tmp_path: Path) -> None:
+    """`up` in two state directories: each executor runs with the instance of its own directory
+    (issue 12), so neither one's start-up sweep can remove the other's sandboxes."""
+    lanes: list[dict[str, object]] = []
+    try:
+        for name in ("a", "b"):
+            up = _run("up", "--state-dir", name, "--config", f"{name}.toml", cwd=tmp_path)
+            assert up.returncode == 0, up.stderr
+            lanes.append(json.loads((tmp_path / name / "lane.json").read_text()))
+        instances = [lane["instance"] for lane in lanes]
+        assert instances[0] != instances[1]
+        for lane, instance in zip(lanes, instances, strict=True):
+            assert re.fullmatch(r"lane-[0-9a-f]{12}", str(instance))
+            pid = lane["executor"]["pid"]  # type: ignore[index]
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            assert argv[argv.index(b"--instance") + 1].decode() == instance
+    finally:
+        for name in ("a", "b"):
+            _run("down", "--state-dir", name, cwd=tmp_path)
