@@ -132,38 +132,50 @@ class ProjectConfig:
 
 
 def load_config(source: PinSource) -> ProjectConfig:
-    """Read the project configuration from ``patchgate.toml`` or ``pyproject.toml``."""
-    table: dict[str, Any] = {}
+    """Read the project configuration from ``patchgate.toml`` or ``pyproject.toml``.
+
+    Every problem at once (PinErrors if several): each unknown setting, each bad value.
+    """
     name = "patchgate.toml"
     raw = source.read(name)
-    if raw is not None:
-        doc = _toml(raw, source.describe(name))
-        table = doc.get("tool", {}).get("patchgate") or {
-            k: v for k, v in doc.items() if k != "tool"
-        }
-    else:
+    if raw is None:
         name = "pyproject.toml"
         raw = source.read(name)
-        if raw is not None:
-            table = _toml(raw, source.describe(name)).get("tool", {}).get("patchgate", {})
     where = source.describe(name)
+    doc = _toml(raw, where) if raw is not None else {}
+    tool = doc.get("tool", {})
+    if not isinstance(tool, dict):
+        raise PinError(where, "tool", "expected a table")
+    table = tool.get("patchgate", {})
+    if name == "patchgate.toml" and not table:  # a patchgate.toml may hold the settings at its top
+        table = {k: v for k, v in doc.items() if k != "tool"}
+    if not isinstance(table, dict):
+        raise PinError(where, "tool.patchgate", "expected a table")
+    problems = _Problems()
     known = {"pins_dir", "fixture_root", "oracle_paths", "exclude", "source_roots"}
     for key in table:
         if key not in known:
-            raise PinError(where, f"tool.patchgate.{key}", "unknown setting")
+            problems.errors.append(PinError(where, f"tool.patchgate.{key}", "unknown setting"))
     kwargs: dict[str, Any] = {}
     for key in ("pins_dir", "fixture_root"):
         if key in table:
-            kwargs[key] = _safe_path(table[key], where, f"tool.patchgate.{key}")
+            with problems.check():
+                kwargs[key] = _safe_path(table[key], where, f"tool.patchgate.{key}")
     for key in ("oracle_paths", "exclude"):
         if key in table:
-            val = table[key]
-            if not isinstance(val, list) or not all(isinstance(v, str) and v for v in val):
-                raise PinError(where, f"tool.patchgate.{key}", "expected a list of paths")
-            kwargs[key] = tuple(val)
+            with problems.check():
+                kwargs[key] = _paths(table[key], where, f"tool.patchgate.{key}")
     if "source_roots" in table:
-        kwargs["source_roots"] = _source_roots(table["source_roots"], where)
+        with problems.check():
+            kwargs["source_roots"] = _source_roots(table["source_roots"], where)
+    problems.raise_any()
     return ProjectConfig(**kwargs)
+
+
+def _paths(val: object, where: str, fieldname: str) -> tuple[str, ...]:
+    if not isinstance(val, list) or not all(isinstance(v, str) and v for v in val):
+        raise PinError(where, fieldname, "expected a list of paths")
+    return tuple(val)
 
 
 def _source_roots(val: object, where: str) -> tuple[str, ...]:

@@ -1,10 +1,12 @@
 """Flake observations through the whole gate: a pre-listed, unexpired flake firing again is recorded
-in flake_ledger.json and makes the posture ``review`` (never credit); once expired it is a miss."""
+in flake_ledger.json and the receipt's ``flake_observations`` and makes the posture ``review``
+(never credit); once expired it is a miss; it never excuses a property covering changed code."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +18,13 @@ CHECKOUT_TEST = """\
 def test_worker_drain():
     raise TimeoutError("checkout_worker")
 """
+
+
+def _git(repo: BillingRepo, *args: str) -> str:
+    who = ["-c", "user.name=p", "-c", "user.email=p@e"]
+    return subprocess.run(
+        ["git", "-C", str(repo.path), *who, *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def _add_flaky_property(repo: BillingRepo) -> None:
@@ -49,6 +58,70 @@ def test_valid_flake_firing_is_observed_and_posture_is_review(
     )
     assert flake["fixture_digest"] == run.receipt["fixture_digest"]
     assert run.receipt["credits"] == {"billing.prorate": 1}
+    assert run.receipt["flake_observations"] == [
+        {
+            "property_id": "checkout.worker_drain",
+            "test_id": "tests/test_checkout.py::test_worker_drain",
+            "flake_id": "FLK-1044",
+            "signature": "TimeoutError: checkout_worker",
+            "observed": flake["observed"],
+        }
+    ]
+
+
+DEFECT_TEST = """\
+from decimal import Decimal
+
+from billing import prorate
+
+
+def test_worker_drain():
+    assert prorate(Decimal("10.00"), 7777, 7777) == Decimal("10.00")
+"""
+
+
+def test_a_flake_never_excuses_a_defect_in_a_covered_function(
+    gate: Gate, billing_repo: BillingRepo, tmp_path: Path
+) -> None:
+    """Issue 13: a patch makes a covered function raise the pinned flake's signature on the
+    flaky test's input; both runs fail. It was admitted with posture ``review``."""
+    (billing_repo.path / "tests" / "test_checkout.py").write_text(DEFECT_TEST)
+    pins = billing_repo.path / "pins" / "properties.json"
+    doc = json.loads(pins.read_text())
+    doc["properties"].append({
+        "id": "checkout.worker_drain", "claim": "the worker drains", "class": "pure_fn",
+        "covers": ["billing.prorate"],
+        "command": ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "tests/test_checkout.py::test_worker_drain"],
+    })  # fmt: skip
+    pins.write_text(json.dumps(doc, indent=2))
+    _git(billing_repo, "add", "-A")
+    _git(billing_repo, "commit", "-qm", "checkout drain property on prorate (FLK-1044)")
+    source = billing_repo.path / "billing" / "__init__.py"
+    base = source.read_text()
+    source.write_text(
+        base.replace(
+            '        raise ValueError("period_days must be positive")\n',
+            '        raise ValueError("period_days must be positive")\n'
+            "    if period_days == 7777:\n"
+            '        raise TimeoutError("checkout_worker")\n',
+        )
+    )
+    patch = tmp_path / "flake_excuses_defect.patch"
+    patch.write_text(_git(billing_repo, "diff"))
+    source.write_text(base)
+    run = gate.check(billing_repo, patch)
+    r = run.receipt
+    assert run.code == 1, run.stdout + run.stderr
+    assert (r["posture"], r["admit"], r["flake_observations"]) == (
+        "reject_property_miss",
+        False,
+        [],
+    )
+    status = run.file("property_ledger.json")["status_by_id"]["checkout.worker_drain"]
+    assert status in {"fail", "error"}
+    assert "flake_ledger.json" not in run.files()
+    assert "cannot excuse checkout.worker_drain" in run.stdout
 
 
 def test_expired_flake_firing_is_a_property_miss(gate: Gate, billing_repo: BillingRepo) -> None:

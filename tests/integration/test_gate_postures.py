@@ -41,7 +41,7 @@ def test_property_failing_both_runs_is_a_property_miss(
 def test_oracle_moving_patch_is_r7_and_runs_nothing(gate: Gate, billing_repo: BillingRepo) -> None:
     run = gate.check(billing_repo, "oracle_moved.patch")
     assert run.code == 1
-    assert run.receipt["rejection_codes"] == ["R7"]
+    assert run.receipt["rejection_codes"] == ["R1", "R7"]  # R1: prorate earned nothing
     assert run.receipt["posture"] == "reject_oracle_moved"
     assert "property_ledger.json" not in run.files()
 
@@ -58,7 +58,8 @@ def test_fixture_rewrite_is_refused_r2_exit_2_without_property_ledger(
 ) -> None:
     run = gate.check(billing_repo, "fixture_rewrite.patch")
     assert run.code == 2
-    assert run.receipt["rejection_codes"] == ["R2"]
+    # R1 and the static R5 of invoice_total are listed next to the R2 that stopped the run
+    assert run.receipt["rejection_codes"] == ["R1", "R2", "R5"]
     assert (run.receipt["posture"], run.receipt["fixture_status"]) == (
         "reject_unscored",
         "mismatch",

@@ -132,9 +132,10 @@ def test_remote_only_run_gets_r6_and_is_never_admitted(
     )  # fmt: skip
     r = run.receipt
     assert run.code == 1, run.stdout + run.stderr
-    assert r["rejection_codes"] == ["R6"]
+    assert r["rejection_codes"] == ["R1", "R6"]  # every symbol with credit 0 gets R1
     assert (r["posture"], r["admit"]) == ("reject_credit", False)
     assert r["credits"] == {"billing.prorate": 0}
+    assert r["uncredited"] == {"billing.prorate": "only a remote lane passed (R6)"}
     assert set(r["lanes"]["remote"]["status_by_id"].values()) == {"pass"}
     assert r["lanes"]["local"]["results"] == []
     assert "property_ledger.json" not in run.files()

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from patchgate.errors import PinError, PinErrors
-from patchgate.pins import DirSource, load_pins, parse_fixture_pin, parse_flakes, parse_properties
+from patchgate.pins import (
+    DirSource,
+    load_config,
+    load_pins,
+    parse_fixture_pin,
+    parse_flakes,
+    parse_properties,
+)
 
 GOOD_FIXTURES = {
     "pin_id": "fixpin-a",
@@ -97,3 +104,28 @@ def test_missing_pin_files_are_both_named(tmp_path: Path) -> None:
     with pytest.raises(PinErrors) as info:
         load_pins(DirSource(tmp_path))
     assert [e.why for e in info.value.errors] == ["missing", "missing"]
+
+
+def test_every_bad_setting_of_the_configuration_is_named(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.patchgate]\npins_dirr = "pins"\nfixture_root = "../out"\noracle_paths = "tests/"\n'
+    )
+    with pytest.raises(PinErrors) as info:
+        load_config(DirSource(tmp_path))
+    assert [e.field for e in info.value.errors] == [
+        "tool.patchgate.pins_dirr",
+        "tool.patchgate.fixture_root",
+        "tool.patchgate.oracle_paths",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[tool]\npatchgate = 3\n", "tool = 3\n", "[tool]\npatchgate = [1]\n"],
+)
+def test_a_configuration_of_the_wrong_shape_is_a_pin_error_not_a_crash(
+    tmp_path: Path, text: str
+) -> None:
+    (tmp_path / "patchgate.toml").write_text(text)
+    with pytest.raises(PinError):
+        load_config(DirSource(tmp_path))
