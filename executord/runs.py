@@ -86,6 +86,10 @@ class Prepared:
     def fixture_dir(self) -> Path:
         return self.req_dir / "fixtures"
 
+    @property
+    def reporter_dir(self) -> Path:
+        return self.req_dir / "reporter"
+
 
 class Executor:
     """The executor's logic; no grpc here (the service adapter is ``executord.service``)."""
@@ -185,6 +189,10 @@ class Executor:
             _place(self.store.open_blob(entry.sha256), fx / path[len(prefix) :], 0o444)
         mountpoint = ws / inp.fixture_root
         mountpoint.mkdir(parents=True, exist_ok=True, mode=0o755)
+        # A copy beside the request, so that its path means the same to the engine wherever the
+        # executor itself runs (in compose, only the state directory is shared with the host).
+        prepared.reporter_dir.mkdir(mode=0o755)
+        _place(REPORTER_DIR / f"{MODULE}.py", prepared.reporter_dir / f"{MODULE}.py", 0o444)
 
     def observed_digest(self, prepared: Prepared) -> str:
         """The digest v1 of the fixture bytes as they sit in the tree that gets mounted."""
@@ -303,7 +311,7 @@ class Executor:
                 *self.host_mounts,
                 Mount(str(prepared.workspace_dir), WORKSPACE),
                 Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{inp.fixture_root}"),
-                Mount(str(REPORTER_DIR), REPORTER),
+                Mount(str(prepared.reporter_dir), REPORTER),
                 Mount(str(run_dir), RUN),
             ),
             env=self._env(manifest.seed, nonce, with_targets=bool(targets)),
