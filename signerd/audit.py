@@ -11,7 +11,9 @@ Writes use group commit: concurrent requests append under a lock, and one ``fdat
 batch durable (for an append-only file it flushes the data and the new size, which is what a
 reader needs; it skips only the mtime update). ``append`` returns only once its own line is on
 disk; after any write or sync failure the log is closed for good and every later ``append``
-raises (fail closed) until a restart.
+raises (fail closed) until a restart. A record whose line would exceed ``MAX_LINE_BYTES`` is
+refused before anything is chained or written (the signer's core caps every free-text field so
+that this never happens; it is the backstop against a line that grows with a request).
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from typing import Any
 
 from signerd.errors import AuditChainError, AuditError, ConfigError
 
-__all__ = ["GENESIS", "AuditLog", "ChainHead", "canonical_line", "verify_chain"]
+__all__ = ["GENESIS", "MAX_LINE_BYTES", "AuditLog", "ChainHead", "canonical_line", "verify_chain"]
 
 GENESIS = "0" * 64
+MAX_LINE_BYTES = 1024  # newline included; a longer record is refused, nothing written
 
 
 def canonical_line(record: dict[str, Any]) -> bytes:
@@ -134,11 +137,13 @@ class AuditLog:
         with self._lock:
             if self._broken is not None:
                 raise AuditError(f"audit log closed after an earlier failure: {self._broken}")
-            self._seq += 1
-            seq = self._seq
+            seq = self._seq + 1
             record = {**fields, "seq": seq, "prev": self._prev}
             record.setdefault("time", datetime.now(UTC).isoformat(timespec="milliseconds"))
             line = _seal(record)
+            if len(line) + 1 > MAX_LINE_BYTES:  # the caller caps its fields; this is the backstop
+                raise AuditError(f"audit line of {len(line) + 1} bytes exceeds {MAX_LINE_BYTES}")
+            self._seq = seq
             self._prev = hashlib.sha256(line).hexdigest()
             line_hash = self._prev
             self._pending.append(line + b"\n")

@@ -20,6 +20,7 @@ from typing import Any, NoReturn, Protocol
 import structlog
 
 from patchgate.envelope import Envelope
+from signerd.audit import MAX_LINE_BYTES
 from signerd.canonical import LIMITS, Limits, RawManifest, validate
 from signerd.errors import (
     AuditError,
@@ -36,7 +37,7 @@ __all__ = ["ALLOWED_ROLES", "AUDIT_LINE_BYTES", "AuditSink", "Caller", "SignResu
 
 ALLOWED_ROLES = frozenset({"client"})
 
-AUDIT_LINE_BYTES = 1024
+AUDIT_LINE_BYTES = MAX_LINE_BYTES
 # JSON bytes each free-text field may take in an audit line; with the fixed fields (hashes, seq,
 # time, names) the longest line, denied or granted, stays under AUDIT_LINE_BYTES (unit-tested).
 _CALLER_BYTES = 128

@@ -16,7 +16,7 @@ from patchgate.keys import Signer
 from signerd.audit import AuditLog, verify_chain
 from signerd.canonical import LIMITS, Limits, RawFile, RawManifest, validate
 from signerd.core import AUDIT_LINE_BYTES, Caller, SignerCore
-from signerd.errors import InvalidArgument, PermissionDenied
+from signerd.errors import AuditError, InvalidArgument, PermissionDenied
 from signerd.excerpt import REASON_BYTES, VALUE_BYTES, cap, excerpt, json_bytes
 from signerd.keystore import KeyStore
 
@@ -166,3 +166,15 @@ def test_undecodable_request_is_audited_as_invalid_argument(tmp_path: Path) -> N
         ("SignFixtureDigest", "INVALID_ARGUMENT"),
         ("GetKeyring", "PERMISSION_DENIED"),
     ]
+
+
+def test_audit_log_refuses_an_overlong_line_and_stays_usable(tmp_path: Path) -> None:
+    """The backstop: a record over 1 KiB is refused before it is chained or written; the log
+    is not closed, and the next line is line 1 of a chain that verifies."""
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    with pytest.raises(AuditError, match="exceeds 1024"):
+        audit.append({"reason": "x" * 2000})
+    assert (tmp_path / "audit.jsonl").read_bytes() == b""
+    audit.append({"reason": "short"})
+    audit.close()
+    assert verify_chain(tmp_path / "audit.jsonl").lines == 1
