@@ -46,10 +46,16 @@ __all__ = [
 
 STATUSES = ("added", "deleted", "modified", "renamed")
 
+# git's diff_timestamp_len: a date (YYYY-MM-DD or YY-MM-DD), an optional " HH:MM:SS[.frac]" and an
+# optional " +HHMM"/" +HH:MM" at the very end, after exactly one tab or after spaces (all taken).
 _TIMESTAMP = re.compile(
-    r"[ \t]+(\d{4})-(\d{2})-(\d{2})[ \t]+(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?"
-    r"(?:[ \t]*([+-])(\d{2}):?(\d{2}))?[ \t]*$"
+    r"(?:\t| +)(?:\d\d)?\d\d-\d\d-\d\d(?: \d\d:\d\d:\d\d(?:\.\d+)?)?(?: [+-]\d\d:?\d\d)?$"
 )
+# git's has_epoch_timestamp: after the last tab, the epoch in any zone (GNU diff: created, deleted)
+_EPOCH = re.compile(
+    r"(1969-12-31|1970-01-01) ([0-2]\d):([0-5]\d):00(?:\.0+)? ([-+])([0-2]\d):?([0-5]\d)"
+)
+_NAME_END = re.compile(r"[\t\n\v\f\r]")  # C isspace() but the space: where git ends a name
 _BINARY_BLOCK = re.compile(r"^(?:literal|delta) \d+$")
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(?:[ \r].*)?$")
 _DEV_NULL = "/dev/null"
@@ -361,31 +367,33 @@ def _unquote(name: str) -> str:
 
 
 def _header_name(field: str) -> str:
-    """The file name of a ``---``/``+++`` line, as git reads it: unquoted, without a timestamp
-    (after a tab or spaces), else up to the first tab."""
-    field = field.rstrip("\r\n")
+    """The file name of a ``---``/``+++`` line, as git reads it: ``/dev/null`` when the field starts
+    with it and whitespace follows; C-unquoted; else without a trailing timestamp; else up to the
+    first whitespace that is not a space (a tab, a CR)."""
+    if field.startswith(_DEV_NULL) and (len(field) == len(_DEV_NULL) or field[9].isspace()):
+        return _DEV_NULL
     if field.startswith('"'):
         name, _ = _split_quoted(field)
         return name
     stamp = _TIMESTAMP.search(field)
     if stamp is not None:
         return field[: stamp.start()]
-    return field.split("\t", 1)[0]
+    end = _NAME_END.search(field)
+    return field if end is None else field[: end.start()]
 
 
 def _is_epoch(field: str) -> bool:
-    """Whether a ``---``/``+++`` field ends in the epoch (GNU diff: created or deleted file)."""
-    stamp = _TIMESTAMP.search(field.rstrip("\r\n"))
+    """Whether a ``---``/``+++`` field ends, after its last tab, in the epoch (GNU diff's mark of a
+    created or deleted file), in any zone."""
+    if "\t" not in field:
+        return False
+    stamp = _EPOCH.fullmatch(field.rsplit("\t", 1)[1])
     if stamp is None:
         return False
-    year, month, day, hour, minute, second, sign, tz_h, tz_m = stamp.groups()
-    offset = 0 if sign is None else (1 if sign == "+" else -1) * (int(tz_h) * 60 + int(tz_m))
-    minutes = int(hour) * 60 + int(minute) - offset
-    day_shift = (int(year), int(month), int(day))
-    return int(second) == 0 and (
-        (day_shift == (1970, 1, 1) and minutes == 0)
-        or (day_shift == (1969, 12, 31) and minutes == 24 * 60)
-    )
+    day, hour, minute, sign, tz_h, tz_m = stamp.groups()
+    offset = (1 if sign == "+" else -1) * (int(tz_h) * 60 + int(tz_m))
+    epoch_minutes = (24 * 60 if day == "1969-12-31" else 0) + offset
+    return int(hour) * 60 + int(minute) == epoch_minutes
 
 
 def _strip(name: str) -> str:

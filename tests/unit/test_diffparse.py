@@ -207,9 +207,29 @@ def test_epoch_timestamp_marks_a_created_or_deleted_file() -> None:
     created = b"--- a/n.py\t1970-01-01 00:00:00 +0000\n+++ b/n.py\t2026-01-01 00:00:00\n"
     (patch,) = parse_unified_diff(created + b"@@ -0,0 +1 @@\n+a\n")
     assert (patch.old_path, patch.new_path, patch.status) == (None, "n.py", "added")
-    deleted = b"--- a/n.py 2026-01-01 00:00:00\n+++ b/n.py 1969-12-31 16:00:00 -0800\n"
+    deleted = b"--- a/n.py\t2026-01-01 00:00:00\n+++ b/n.py\t1969-12-31 16:00:00 -0800\n"
     (patch,) = parse_unified_diff(deleted + b"@@ -1 +0,0 @@\n-a\n")
     assert (patch.old_path, patch.new_path, patch.status) == ("n.py", None, "deleted")
+    emptied = deleted.replace(b"\t", b" ")  # git reads the epoch only after a tab: an empty file
+    (patch,) = parse_unified_diff(emptied + b"@@ -1 +0,0 @@\n-a\n")
+    assert (patch.old_path, patch.new_path, patch.status) == ("n.py", "n.py", "modified")
+
+
+@pytest.mark.parametrize(
+    ("field", "name"),
+    [
+        (b"b/odd name.py\t\t2026-11-30 10:00:00 +0000", "odd name.py\t"),  # one tab taken
+        (b"b/x.py   2026-11-30 10:00:00.5 +01:00", "x.py"),  # all spaces taken
+        (b"b/x.py\r", "x.py"),  # a CR ends a name
+        (b"b/x.py 2026-11-30 10:00:00\r", "x.py 2026-11-30 10:00:00"),  # no stamp before a CR
+        (b"b/x.py\t26-11-30", "x.py"),  # a two-digit year, no time
+    ],
+)
+def test_new_file_names_as_git_reads_them(field: bytes, name: str) -> None:
+    (patch,) = parse_unified_diff(
+        b"--- /dev/null\t1970-01-01\n+++ " + field + b"\n@@ -0,0 +1 @@\n+a\n"
+    )
+    assert (patch.new_path, patch.status) == (name, "added")
 
 
 def test_a_bare_name_has_nothing_to_strip_and_is_refused() -> None:

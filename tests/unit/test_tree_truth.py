@@ -22,7 +22,7 @@ from client.analysis.touched import Touched, judge
 from client.gate import steps
 from client.gate.workspace import PatchApplyError, Workspace, materialize
 from patchgate.pins import DirSource, load_pins
-from tests.attacks.repos import CORPUS, Entry, build, entries, git
+from tests.attacks.repos import CORPUS, REPOS, Entry, build, entries, git
 
 PATCHES = CORPUS / "patches"
 
@@ -30,7 +30,7 @@ PATCHES = CORPUS / "patches"
 @pytest.fixture(scope="module")
 def repos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("attack-repos")
-    return {name: build(name, root / name) for name in ("billing", "textkit")}
+    return {name: build(name, root / name) for name in REPOS}
 
 
 def _touched(ws: Workspace) -> Touched:
@@ -194,7 +194,19 @@ _OPS = st.lists(
     max_size=4,
 )
 _SHAPES = st.sampled_from(
-    ["git", "binary", "rename", "plain", "tab_stamp", "space_stamp", "no_prefix", "crlf_head"]
+    [
+        "git",
+        "binary",
+        "rename",
+        "plain",
+        "tab_stamp",
+        "space_stamp",
+        "plain_tab_stamp",
+        "plain_space_stamp",
+        "no_prefix",
+        "plain_no_prefix",
+        "crlf_head",
+    ]
 )
 
 
@@ -219,6 +231,8 @@ def _apply_ops(work: Path, ops: list[tuple[str, str, object]]) -> None:
 
 
 def _shape(data: bytes, shape: str) -> bytes:
+    if shape.startswith("plain_"):  # a plain patch, then the rest of the shape
+        return _shape(_shape(data, "plain"), shape.removeprefix("plain_"))
     lines = data.splitlines(keepends=True)
     if shape == "plain":
         return b"".join(x for x in lines if not x.startswith((b"diff --git ", b"index ")))
@@ -262,7 +276,12 @@ def test_for_any_patch_git_accepts_every_changed_path_is_named(
     shutil.copytree(hypo_repo, work, symlinks=True)
     _apply_ops(work, ops)
     git(work, "add", "-A")
-    flags = {"binary": ["--binary"], "rename": ["-M", "--binary"], "no_prefix": ["--no-prefix"]}
+    flags = {
+        "binary": ["--binary"],
+        "rename": ["-M", "--binary"],
+        "no_prefix": ["--no-prefix"],
+        "plain_no_prefix": ["--no-prefix"],
+    }
     data = subprocess.run(
         ["git", "-C", str(work), "diff", "--cached", *flags.get(shape, ["--binary"])],
         check=True, capture_output=True,
