@@ -149,7 +149,34 @@ def _billing(dest: Path) -> None:
     )
 
 
-REPOS = {"billing": _billing, "textkit": _textkit}
+CHECKOUT_TEST = '''\
+"""The test FLK-1044 of pins/flakes.json names: it drains the worker, and prorates the last day."""
+
+from decimal import Decimal
+
+from billing import prorate
+
+
+def test_worker_drain():
+    assert prorate(Decimal("10.00"), 7777, 7777) == Decimal("10.00")
+'''
+
+
+def _billing_flaky(dest: Path) -> None:
+    """billing, plus a pinned property on FLK-1044's listed test that covers billing.prorate."""
+    _billing(dest)
+    (dest / "tests" / "test_checkout.py").write_text(CHECKOUT_TEST, encoding="utf-8")
+    pins = dest / "pins" / "properties.json"
+    doc = json.loads(pins.read_text(encoding="utf-8"))
+    doc["properties"].append({
+        "id": "checkout.worker_drain", "claim": "the worker drains", "class": "pure_fn",
+        "covers": ["billing.prorate"],
+        "command": [*PYTEST, "tests/test_checkout.py::test_worker_drain"],
+    })  # fmt: skip
+    pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+REPOS = {"billing": _billing, "billing_flaky": _billing_flaky, "textkit": _textkit}
 
 
 def build(name: str, dest: Path) -> Path:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.attacks.repos import Entry, build, entries
+from tests.attacks.repos import REPOS, Entry, build, entries
 from tests.conftest import make_key
 from tests.integration.fixtures_executor import start_executor
 from tests.integration.fixtures_gate import BillingRepo, Gate
@@ -47,7 +47,7 @@ def attack_gate(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("attack-bases")
-    return {name: build(name, root / name) for name in ("billing", "textkit")}
+    return {name: build(name, root / name) for name in REPOS}
 
 
 def _changed_paths(base: Path, patch: Path, tmp: Path) -> list[str]:
