@@ -139,6 +139,7 @@ class OutputPump:
         raw = getattr(self._sock, "_sock", self._sock)
         with contextlib.suppress(OSError, AttributeError):
             raw.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self._sock.close()
         self._thread.join(1.0)
+        for closable in (self._sock, raw):  # a SocketIO alone does not close its socket's fd
+            with contextlib.suppress(OSError, AttributeError):
+                closable.close()
