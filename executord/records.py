@@ -37,6 +37,11 @@ MAX_NODEID_CHARS = 4096
 _MAX_PROBLEMS = 4
 _ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip"})
 _PYTEST_OK, _PYTEST_FAILED = 0, 1
+_VALUE_OPTIONS = frozenset({  # pytest options whose value is the next word
+    "-p", "-k", "-m", "-c", "-o", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
+    "--rootdir", "--confcutdir", "--basetemp", "--override-ini", "--tb", "--maxfail",
+    "--durations", "--import-mode", "--junitxml", "--junit-xml",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -147,10 +152,20 @@ def _text(value: object, limit: int) -> str:
 
 
 def node_arguments(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> list[str]:
-    """The words after the longest allowed prefix that are not flags: the property's node ids."""
+    """The words after the longest allowed prefix that are neither options nor an option's value:
+    the property's node ids."""
     prefixes = [a for a in allowed if len(a) <= len(argv) and tuple(argv[: len(a)]) == tuple(a)]
     start = max((len(a) for a in prefixes), default=len(argv))
-    return [a.removeprefix("./") for a in argv[start:] if a and not a.startswith("-")]
+    out: list[str] = []
+    takes_value = False
+    for word in argv[start:]:
+        if takes_value:
+            takes_value = False
+        elif word.startswith("-"):
+            takes_value = word in _VALUE_OPTIONS
+        elif word:
+            out.append(word.removeprefix("./"))
+    return out
 
 
 def _covers(arg: str, nodeid: str) -> bool:

@@ -148,6 +148,14 @@ def test_node_arguments_follow_the_allowed_prefix() -> None:
     assert node_arguments(argv, allowed) == ["a.py::t", "b/"]
 
 
+def test_values_of_options_are_not_node_ids() -> None:
+    """-p NAME, -k EXPR, --deselect ID after the prefix are options, not node ids."""
+    argv = ("python", "-m", "pytest", "-p", "no:cacheprovider", "-k", "fast", "a.py", "--tb=short")
+    assert node_arguments(argv, [("python", "-m", "pytest")]) == ["a.py"]
+    argv = ("python", "-m", "pytest", "--deselect", "a.py::t2", "a.py::t1")
+    assert node_arguments(argv, [("python", "-m", "pytest")]) == ["a.py::t1"]
+
+
 def test_items_match_by_node_id_parametrization_class_file_and_directory() -> None:
     """t, t[...] and t::... match t; a file or directory matches what lies under it."""
     log = _session(
