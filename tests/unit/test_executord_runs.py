@@ -13,7 +13,7 @@ from executord.blobstore import BlobStore, Chunk
 from executord.errors import FailedPrecondition, InvalidArgument
 from executord.fakeruntime import FakeRun, FakeRuntime, reporter_lines
 from executord.request import ExecuteInput, PropertyRun, TreeItem
-from executord.runs import Executor
+from executord.runs import Executor, with_reporter
 from executord.sandbox import Mount, SandboxPolicy
 from patchgate.digest import FileEntry, Manifest
 from patchgate.envelope import (
@@ -388,3 +388,13 @@ def test_executor_refuses_a_non_executor_signer(tmp_path: Path) -> None:
             policy=SandboxPolicy(image="i"), host_mounts=(), path_dirs=(), work_dir=tmp_path / "w",
             max_parallel=1, labels={},
         )  # fmt: skip
+
+
+def test_the_reporter_goes_before_a_double_dash() -> None:
+    """-p patchgate_reporter is appended, or put before ``--`` so that pytest reads it as a flag."""
+    assert with_reporter(("python", "-m", "pytest", "a.py")) == (
+        "python", "-m", "pytest", "a.py", "-p", "patchgate_reporter",
+    )  # fmt: skip
+    assert with_reporter(("python", "-m", "pytest", "--", "-a.py")) == (
+        "python", "-m", "pytest", "-p", "patchgate_reporter", "--", "-a.py",
+    )  # fmt: skip
