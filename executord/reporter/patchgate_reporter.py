@@ -177,6 +177,7 @@ class _Reporter:
         """Innermost around the test function: what it raised, and which targets it called."""
         profile = self.targets.profile if self.targets.by_file else None
         self.targets.hit = set()
+        before = sys.getprofile(), getattr(threading, "getprofile", lambda: None)()
         if profile is not None:
             sys.setprofile(profile)
             threading.setprofile(profile)
@@ -184,8 +185,8 @@ class _Reporter:
             outcome = yield
         finally:
             if profile is not None:
-                sys.setprofile(None)
-                threading.setprofile(None)
+                sys.setprofile(before[0])
+                threading.setprofile(before[1])
                 self._executed[item.nodeid] = set(self.targets.hit)
         exc = outcome.excinfo
         if exc is not None and not isinstance(exc[1], _SKIPS):
