@@ -260,6 +260,14 @@ def _ini_options(root: Path) -> list[dict[str, str]]:
     return found
 
 
+def _words(text: str) -> list[str]:
+    """An ini value as pytest splits it (a TOML list arrives shell-quoted, see :func:`_as_text`)."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
 def _as_text(value: object) -> str:
     if isinstance(value, list):
         return " ".join(shlex.quote(str(v)) for v in value)
@@ -309,7 +317,7 @@ def layout_of(base: Path, pins: PinSet) -> Layout:
     for opts in options:
         with contextlib.suppress(ValueError):  # unbalanced quotes: pytest fails on them too
             plugins |= plugin_names(shlex.split(opts.get("addopts", "")))
-        test_files.extend(opts.get("python_files", "").split())
+        test_files.extend(_words(opts.get("python_files", "")))
     plugins |= _conftest_plugins(base)
     files = {
         node.split("::", 1)[0]

@@ -240,3 +240,17 @@ def test_root_layout_pytest_module_is_harness_not_production(tmp_path: Path) -> 
     layout = layout_of(root, load_pins(DirSource(root)))
     assert (layout.role("pytest.py"), layout.role("_pytest/main.py")) == ("harness", "harness")
     assert layout.role("pkg/pytest.py") == "source"
+
+
+def test_python_files_from_a_toml_list_are_test_modules(tmp_path: Path) -> None:
+    root = _repo(
+        tmp_path,
+        {
+            "src/pkg/__init__.py": "",
+            "pyproject.toml": "[tool.pytest.ini_options]\n"
+            'python_files = ["check_*.py", "*_spec.py"]\n',
+        },
+    )
+    layout = layout_of(root, load_pins(DirSource(root)))
+    assert layout.role("src/pkg/check_a.py") == "harness"
+    assert layout.role("src/pkg/a_spec.py") == "harness"
