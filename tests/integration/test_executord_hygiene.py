@@ -136,9 +136,11 @@ def _own_work_dir(daemon: ExecutorProc) -> Path:
     return daemon.state_dir / "work" / name
 
 
-def _sigterm_and_time(daemon: ExecutorProc, timeout: float) -> tuple[int | None, float]:
+def _sigterm_and_time(
+    daemon: ExecutorProc, timeout: float, sig: signal.Signals = signal.SIGTERM
+) -> tuple[int | None, float]:
     t0 = time.monotonic()
-    daemon.proc.send_signal(signal.SIGTERM)
+    daemon.proc.send_signal(sig)
     try:
         code: int | None = daemon.proc.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -146,18 +148,19 @@ def _sigterm_and_time(daemon: ExecutorProc, timeout: float) -> tuple[int | None,
     return code, time.monotonic() - t0
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_sigterm_mid_run_stops_within_the_grace_and_leaves_nothing(
-    docker_engine: None, operator_key, tmp_path: Path
+    docker_engine: None, operator_key, tmp_path: Path, sig: signal.Signals
 ) -> None:
-    """SIGTERM while a property sleeps: the run is cancelled (transport, never an outcome), the
-    daemon exits 0 well within --shutdown-grace, no container and no work dir left."""
+    """SIGTERM (or SIGINT) while a property sleeps: the run is cancelled (transport, never an
+    outcome), the daemon exits 0 within --shutdown-grace, no container and no work dir left."""
     daemon = start_executor(tmp_path, operator_key.keyring_path, "--shutdown-grace", "6")
     try:
         box: list[ExecutionResult | BaseException] = []
         worker = _execute_in_thread(daemon, _slow_case(tmp_path, operator_key.signer, 60), box)
         assert wait_for(lambda: len(_running(daemon.instance)) == 2, timeout=60)
         assert list(_own_work_dir(daemon).glob("req-*")), "precondition: a request dir exists"
-        code, took = _sigterm_and_time(daemon, 6 + 3)
+        code, took = _sigterm_and_time(daemon, 6 + 3, sig)
     finally:
         daemon.stop()
     assert (code, took < 6 + 2) == (0, True), (code, took, daemon.log()[-2000:])
