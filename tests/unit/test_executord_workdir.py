@@ -140,3 +140,22 @@ def test_links_are_never_followed(tmp_path: Path) -> None:
     assert sweep_work_dirs(root, own="me", host=HOST) == []
     assert (outside / "keep").is_dir()
     assert linked.is_dir()
+
+
+@pytest.mark.parametrize("grace", ["0", "-1", "0.1", "3601", "nan"])
+def test_shutdown_grace_out_of_range_is_a_usage_error(
+    grace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--shutdown-grace outside 0.5..3600 s: exit 64, one line, nothing started or created."""
+    from executord import cli  # noqa: PLC0415 - only this test needs the entry point
+
+    code = cli.main(
+        ["serve", "--operator-keyring", str(tmp_path / "none.json"), "--listen",
+         f"unix:{tmp_path}/x.sock", "--state-dir", str(tmp_path / "state"),
+         "--shutdown-grace", grace]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 64
+    assert len(err.strip().splitlines()) == 1
+    assert "--shutdown-grace" in err
+    assert not (tmp_path / "state").exists()
