@@ -200,7 +200,7 @@ def test_fifo_and_a_stuck_report_stream_end_within_the_bound(docker_engine, oper
         result = _run(
             daemon, operator_key.signer, tmp_path / "a", "fifo", FIFO, clock_bound_ms=5000
         )
-        assert [o.outcome for o in result.outcomes] == ["exceeded_bound", "exceeded_bound"]
+        assert [o.outcome for o in result.outcomes] == ["exceeded_bound", "exceeded_bound"], result
         assert time.monotonic() - t0 < 60
         assert _healthy(daemon.address)
         again = _run(daemon, operator_key.signer, tmp_path / "b", "links", LINKS.replace(
@@ -209,7 +209,7 @@ def test_fifo_and_a_stuck_report_stream_end_within_the_bound(docker_engine, oper
     finally:
         t1 = time.monotonic()
         code = daemon.stop(timeout=30)
-    assert code == 0
+    assert code == 0, daemon.log()[-3000:]
     assert time.monotonic() - t1 < 30
     assert labeled_containers(daemon.instance) == []
 
