@@ -144,15 +144,18 @@ def run_check(s: CheckSettings, progress: Callable[[str], None] | None = None) -
     st = _State(review_clock=format_clock(clock), patch_sha256=hashlib.sha256(patch).hexdigest())
     s.out.mkdir(parents=True, exist_ok=True)
     try:
-        prov = build_provenance(patch, s.draft_id, s.drafter, clock)
+        prov, problem = build_provenance(patch, s.draft_id, s.drafter, clock), None
     except ProvenanceError as exc:
-        return _reject_provenance(s, st, str(exc))
+        prov, problem = None, str(exc)
     try:
         with materialize(s.repo, s.base, patch) as ws:
+            check = _Check(s=s, st=st, ws=ws, clock=clock, say=say)
+            if prov is None:  # refused, but what the patch touched is still listed
+                return check.run(patch, provenance_problem=problem)
             steps.write_json(s.out / "provenance.json", {"kind": "provenance", **prov.to_json()})
-            return _Check(s=s, st=st, ws=ws, clock=clock, say=say).run(patch)
+            return check.run(patch)
     except PatchApplyError as exc:
-        return _reject_provenance(s, st, str(exc))
+        return _reject_provenance(s, st, problem or str(exc))
 
 
 def _reject_provenance(s: CheckSettings, st: _State, why: str) -> CheckResult:
@@ -184,7 +187,7 @@ class _Check:
             self.s, self.st, Facts(decision=self.st.decision, codes=self.st.codes, **facts)
         )
 
-    def run(self, patch: bytes) -> CheckResult:
+    def run(self, patch: bytes, provenance_problem: str | None = None) -> CheckResult:
         s, st, ws = self.s, self.st, self.ws
         pins = base_pins(s.repo, ws.base_rev)
         changed = steps.changed(ws, pins)
@@ -201,13 +204,16 @@ class _Check:
         oracle = steps.oracle_and_pins(changed, pins, reports, base_reports, self.clock)
         st.reasons.extend(oracle.reasons)
         st.freeze_problems = oracle.freeze_problems
-        if oracle.unreviewable:  # compiled or binary code: unreviewable, whatever else it did
+        # Incomplete provenance, or compiled or binary code (unreviewable, whatever else it did):
+        # reject_provenance, with every static finding listed.
+        stops = [*([provenance_problem] if provenance_problem else []), *oracle.unreviewable]
+        if stops:
             st.codes = rejection_codes(
                 freeze_problems=oracle.freeze_problems,
                 oracle_moved=oracle.oracle_moved,
                 pin_mutation=oracle.pin_mutation,
             )
-            return _reject_provenance(s, st, "; ".join(oracle.unreviewable))
+            return _reject_provenance(s, st, "; ".join(stops))
         fixture = steps.fixture_step(ws.patched_dir, pins, s.out)
         st.fixture_status, st.fixture_digest = fixture.status, fixture.digest
         st.reasons.extend(fixture.reasons)

@@ -138,6 +138,11 @@ def test_unreachable_signer_is_unavailable_exit_4(gate: Gate, billing_repo: Bill
     assert run.code == 4
     assert run.receipt["transport"][0]["lane"] == "signer"
     assert "admission.json" not in run.files()
+    # nothing was scored, and the receipt still says so for the changed symbol
+    assert run.receipt["rejection_codes"] == ["R1"]
+    assert run.receipt["uncredited"] == {
+        "billing.prorate": "the run was stopped before execution: unavailable"
+    }
 
 
 def test_remote_lane_is_recorded_and_never_credits(gate: Gate, billing_repo: BillingRepo) -> None:
