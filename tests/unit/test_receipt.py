@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from client.verdict.credit import CreditRow
-from client.verdict.receipt import build_receipt, render_summary
+from client.verdict.receipt import build_receipt, receipt_problems, render_summary
 from patchgate.errors import LedgerError
 from patchgate.ledgers import Receipt
 
@@ -108,3 +108,73 @@ def test_summary_without_rows_lists_symbols_or_says_there_are_none() -> None:
     assert "no changed production symbol" in render_summary(
         _receipt(changed_symbols=[], credits={}), ()
     )
+
+
+def _consistent(**kw: object) -> Receipt:
+    """The worked example's receipt, consistent with itself (v2)."""
+    args: dict[str, object] = {
+        "uncredited": {"billing.invoice_total": "fixture equality only (R5)"},
+        "evidence": {
+            "billing.prorate": {"p.a": {"runs": ["pass", "pass"], "assertion_class": "property"}}
+        },
+        "fixture_status": "match",
+    }
+    args.update(kw)
+    return _receipt(**args)
+
+
+def test_a_consistent_receipt_has_no_problems() -> None:
+    assert receipt_problems(_consistent()) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"rejection_codes": ["R5"]}, "no R1"),
+        ({"uncredited": {}}, "does not say why"),
+        ({"uncredited": {"billing.invoice_total": "x", "billing.prorate": "y"}}, "earned credit"),
+        ({"coverage": 1.0}, "coverage"),
+        ({"credits": {"billing.prorate": 1, "billing.invoice_total": 2}}, "other than 0 or 1"),
+        ({"changed_symbols": ["billing.prorate"]}, "different symbols"),
+        ({"rejection_codes": ["R5", "R1"]}, "out of order"),
+        ({"posture": "merge"}, "unknown posture"),
+        ({"fixture_status": "probably"}, "unknown fixture_status"),
+        ({"evidence": {}}, "credited without a property"),
+        ({"evidence": {"billing.prorate": {"p.a": {"runs": ["pass", "fail"]}}}}, "credited"),
+        ({"evidence": {"other.f": {}}}, "did not change"),
+        ({"flake_observations": [{"flake_id": "F-1"}]}, "flake_observations[0]"),
+    ],
+)
+def test_each_contradiction_is_named(change: dict[str, object], says: str) -> None:
+    """verify-receipt's consistency check: each rule fails on the receipt that breaks it."""
+    r = _consistent()
+    for key, value in change.items():
+        setattr(r, key, value)
+    problems = receipt_problems(r)
+    assert any(says in p for p in problems), problems
+
+
+def test_admit_without_what_it_needs_is_a_contradiction() -> None:
+    r = _consistent(admit=True, posture="human_review")
+    assert any("admit is true" in p for p in receipt_problems(r))
+
+
+def test_an_admitting_receipt_with_not_applicable_fixtures_is_consistent() -> None:
+    r = _receipt(
+        credits={"billing.prorate": 1, "billing.invoice_total": 1},
+        coverage=1.0,
+        rejection_codes=[],
+        posture="human_review",
+        admit=True,
+        fixture_status="not_applicable",
+        evidence={
+            s: {"p": {"runs": ["pass", "pass"], "assertion_class": "property"}}
+            for s in ("billing.prorate", "billing.invoice_total")
+        },
+    )
+    assert receipt_problems(r) == []
+
+
+def test_a_v1_receipt_is_not_held_to_the_v2_rules() -> None:
+    r = Receipt.from_json(V1)  # credit 0 and R1, but no uncredited: fine for v1
+    assert receipt_problems(r) == []
