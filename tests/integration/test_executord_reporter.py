@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import ast
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from executord.channel import ReportChannel, write_targets
+from executord.channel import MAX_CHANNEL_BYTES, ReportChannel, write_targets
 from executord.records import RecordLog, property_outcome
 from executord.reporter import MODULE, REPORTER_DIR
 from patchgate.pytest_plugin import MARKER_LINE
@@ -206,3 +208,53 @@ def test_a_report_rewritten_after_the_call_is_error(rundir: Path) -> None:
     outcome, text, _ = property_outcome(log, ["test_suite.py::test_x"], code, PLUGIN)
     assert outcome == "error"
     assert "raised AssertionError: regression" in text
+
+
+def _connect(rundir: Path) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(str(rundir / "report.sock"))
+    return s
+
+
+def test_finish_never_waits_past_its_grace_for_an_open_stream(rundir: Path) -> None:
+    """A writer that keeps its connection open and silent: finish returns after the grace."""
+    channel = ReportChannel(rundir, NONCE)
+    held = _connect(rundir)
+    held.sendall(b'{"v":1,"nonce":"')  # half a record, never finished
+    try:
+        t0 = time.monotonic()
+        log = channel.finish(0.5)
+        assert time.monotonic() - t0 < 3
+    finally:
+        held.close()
+    assert "the report stream did not end with the test process" in log.problems
+
+
+def test_a_record_cut_off_at_the_end_of_the_stream_is_a_problem(rundir: Path) -> None:
+    """Bytes after the last newline when the stream ends: not a record, a problem."""
+    channel = ReportChannel(rundir, NONCE)
+    with _connect(rundir) as s:
+        s.sendall(b'{"v":1,"nonce":"x"')
+    assert "a report record cut off at the end of the stream" in channel.finish(2.0).problems
+
+
+def test_more_bytes_than_the_cap_cut_the_connection(rundir: Path) -> None:
+    """Junk lines past 8 MiB: the executor closes the stream; the writer gets an error."""
+    channel = ReportChannel(rundir, NONCE)
+    s = _connect(rundir)
+    line = b"x" * 1000 + b"\n"
+    with pytest.raises(OSError):  # noqa: PT012 - the error comes from one of many sends
+        for _ in range((MAX_CHANNEL_BYTES // len(line)) * 4):
+            s.sendall(line * 64)
+    s.close()
+    log = channel.finish(2.0)
+    assert any(str(MAX_CHANNEL_BYTES) in p for p in log.problems)
+
+
+def test_a_channel_nobody_connected_to_finishes_at_once(rundir: Path) -> None:
+    """No reporter (pytest never started): finish returns quickly with an empty log."""
+    channel = ReportChannel(rundir, NONCE)
+    t0 = time.monotonic()
+    log = channel.finish(5.0)
+    assert time.monotonic() - t0 < 1
+    assert (log.started, log.problems) == (False, [])
