@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import structlog
 
@@ -52,13 +53,13 @@ def drain_grace(grace_s: float) -> float:
     return max(grace_s / 2, grace_s - _RESERVE_S)
 
 
+@dataclass(frozen=True)
 class Started:
     """What the start-up did: this process's work directory and what it swept."""
 
-    def __init__(self, work: WorkDir, containers: int, work_dirs: list[str]) -> None:
-        self.work = work
-        self.swept_containers = containers
-        self.swept_work_dirs = work_dirs
+    work: WorkDir
+    swept_containers: int
+    swept_work_dirs: list[str]
 
 
 def start_up(runtime: ContainerRuntime, settings: ExecutorSettings, owner: str) -> Started:
