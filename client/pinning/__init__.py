@@ -7,9 +7,11 @@ marked ``@pytest.mark.patchgate`` into ``properties.json`` (``pin properties --f
 a tree (``pin check``). ``tree`` reads a working tree or a git revision, ``changes`` is what a
 rewrite changed. Each module refuses before it writes: a refusal leaves no file behind.
 
-This room may import :mod:`client.analysis` (symbol tables, the source layout), :mod:`client.errors`
-and :mod:`patchgate`; only :mod:`client.commands` imports it. (Not named ``operator``: a directory
-of that name beside a script run from ``client/`` would shadow the standard library's module.)
+This room may import :mod:`client.analysis` (symbol tables, the source layout),
+:mod:`client.gate` (only to extract a revision as ``check`` extracts its base),
+:mod:`client.errors` and :mod:`patchgate`; only :mod:`client.commands` imports it. (Not named
+``operator``: a directory of that name beside a script run from ``client/`` would shadow the
+standard library's module.)
 """
 
 __all__: list[str] = []

@@ -28,8 +28,10 @@ from client.pinning.tree import SourceTree
 from patchgate.errors import PinError, PinErrors
 from patchgate.pins import (
     FixturePin,
+    PinSet,
     ProjectConfig,
     load_config,
+    load_pins,
     parse_fixture_pin,
     parse_flakes,
     parse_properties,
@@ -191,6 +193,17 @@ def _commands_only(obj: object) -> FixturePin | None:
     )
 
 
+def _symbols(tree: SourceTree, config: ProjectConfig) -> SymbolNames:
+    """The tree's names under the layout of its pins (of its configuration alone if invalid)."""
+    pins: PinSet | None = None
+    try:
+        pins = load_pins(tree.pins, config)
+    except PinError:
+        pins = None
+    with tree.checkout() as root:
+        return tree_symbols(root, config, pins)
+
+
 def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinReport:
     """Check the pins of ``tree`` (``symbols``: its names, computed when not given)."""
     source = tree.pins
@@ -221,7 +234,7 @@ def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinRepor
     props_obj, n_props = _entries(raw_props, "properties")
     n_covers = _covers_count(props_obj)
     if n_covers:
-        names = symbols if symbols is not None else tree_symbols(tree, config)
+        names = symbols if symbols is not None else _symbols(tree, config)
         problems.extend(covers_problems(props_obj, source.describe(prop_path), names, tree.name))
     if raw_flakes is not None:
         where = source.describe(flake_path)

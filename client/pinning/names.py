@@ -1,24 +1,27 @@
-"""The symbol names of a tree that a ``covers`` entry may name, and the nearest one to a typo.
+"""The symbol names of a tree that a ``covers`` entry may use, and the nearest one to a typo.
 
-A tree's production modules are the paths the gate judges ``source`` (:class:`Layout` of
-:mod:`client.analysis.roles`: ``.py`` files under a source root, neither tests, ``conftest.py``,
-oracle, pins nor excluded), each named from its source root (``src/textkit/core.py`` →
-``textkit.core``). Its names are the module itself and ``module.qualname`` of every function and
-class defined in it, at any depth (:func:`client.analysis.symbols.symbol_table`). A module whose
-source does not parse has only its own name, and is remembered so that a message can say why.
+The same names ``patchgate check`` accepts in its base tree
+(:func:`client.analysis.touched.base_symbols`): a tree's production modules are the paths its
+layout judges ``source`` (:func:`client.analysis.roles.layout_of`: ``.py`` files under a source
+root that are not tests, ``conftest.py``, a property's file, a plugin, oracle, pins or excluded),
+each named from its source root (``src/textkit/core.py`` → ``textkit.core``). Its names are the
+module itself and ``module.qualname`` of every function and class defined in it, at any depth.
+A module whose source does not parse has only its own name, and is remembered so that a message
+can say why. When the pins themselves are invalid, the layout comes from the configuration alone.
 """
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from client.analysis.roles import Layout
+from client.analysis.roles import Layout, layout_of
 from client.analysis.symbols import symbol_table
-from client.pinning.tree import SourceTree
-from patchgate.pins import ProjectConfig
+from client.pinning.tree import python_files
+from patchgate.pins import PinSet, ProjectConfig
 
-__all__ = ["SymbolNames", "layout_for", "tree_symbols"]
+__all__ = ["SymbolNames", "tree_symbols"]
 
 
 @dataclass(frozen=True)
@@ -44,23 +47,30 @@ class SymbolNames:
         return None
 
 
-def layout_for(tree: SourceTree, config: ProjectConfig) -> Layout:
-    """How the gate judges the paths of ``tree`` under ``config`` (source roots in effect)."""
+def _layout(root: Path, config: ProjectConfig, pins: PinSet | None) -> Layout:
+    if pins is not None:
+        return layout_of(root, pins)
+    src = root / "src"
     return Layout(
-        source_roots=config.roots(has_src=tree.is_dir("src")),
+        source_roots=config.roots(has_src=src.is_dir() and not src.is_symlink()),
         oracle_paths=config.oracle_paths,
         pins_dir=config.pins_dir,
         exclude=config.exclude,
     )
 
 
-def tree_symbols(tree: SourceTree, config: ProjectConfig) -> SymbolNames:
-    """Every symbol name of the production modules of ``tree``."""
-    layout = layout_for(tree, config)
-    paths = [p for p in tree.python_files() if layout.role(p) == "source"]
+def tree_symbols(root: Path, config: ProjectConfig, pins: PinSet | None = None) -> SymbolNames:
+    """Every symbol name of the production modules of the tree at ``root``."""
+    layout = _layout(root, config, pins)
     names: set[str] = set()
     unparsable: dict[str, str] = {}
-    for path, source in tree.read_all(paths).items():
+    for path in python_files(root):
+        if layout.role(path) != "source":
+            continue
+        try:
+            source = (root / path).read_bytes()
+        except OSError:
+            continue
         module = layout.module(path)
         names.add(module)
         table = symbol_table(source)

@@ -106,7 +106,7 @@ def test_init_json_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["pin", "check", "--repo", str(tmp_path / "nope")]) == 64
     git(lib, "init", "-q")
     assert main(["pin", "check", "--repo", str(lib), "--rev", "nope"]) == 64
-    assert "--rev nope: not a commit" in capsys.readouterr().err
+    assert "--rev: revision 'nope': not a commit" in capsys.readouterr().err
     assert main(["pin", "properties", "--repo", str(lib)]) == 64  # --from-pytest is required
 
 

@@ -16,7 +16,7 @@ CLIENT_MAY_IMPORT: dict[str, frozenset[str]] = {
     "client.verdict": frozenset(),
     "client.lanes": frozenset(),
     "client.gate": frozenset({"client.verdict", "client.analysis"}),
-    "client.pinning": frozenset({"client.analysis", "client.errors"}),
+    "client.pinning": frozenset({"client.gate", "client.analysis", "client.errors"}),
     "client.commands": frozenset(
         {
             "client.gate",

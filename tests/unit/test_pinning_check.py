@@ -172,7 +172,7 @@ def test_covers_problems_skip_non_strings() -> None:
 def test_repo_root_layout_names_modules_from_the_root(tmp_path: Path) -> None:
     """Without src/, modules are named from the repository root; tests/ is not source."""
     write(tmp_path, {"pkg/mod.py": "def f(): pass\n", "tests/test_a.py": "def test_a(): pass\n"})
-    names = tree_symbols(WorkTree(tmp_path), ProjectConfig())
+    names = tree_symbols(tmp_path, ProjectConfig())
     assert {"pkg.mod", "pkg.mod.f"} <= names.names
     assert not any(n.startswith("tests") for n in names.names)
 

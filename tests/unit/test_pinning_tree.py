@@ -1,16 +1,20 @@
-"""The trees ``pin check`` reads: a working tree and a git revision list the same modules."""
+"""The trees ``pin check`` reads, and their names: the same ``check`` accepts in its base."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from client.pinning.tree import RevTree, WorkTree
-from tests.unit._pinning_helpers import git, write
+from client.analysis.roles import layout_of
+from client.analysis.touched import base_symbols
+from client.pinning.names import tree_symbols
+from client.pinning.tree import RevTree, WorkTree, python_files
+from patchgate.pins import DirSource, load_pins
+from tests.unit._pinning_helpers import git, make_library, prop, write, write_pins
 
 
-def _tree(root: Path) -> None:
+def test_python_files_are_the_projects_own_regular_files(tmp_path: Path) -> None:
     write(
-        root,
+        tmp_path,
         {
             "src/pkg/mod.py": "def f(): pass\n",
             "src/pkg/data.txt": "x",
@@ -21,28 +25,34 @@ def _tree(root: Path) -> None:
             "src/pkg/__pycache__/c.py": "",
         },
     )
-    (root / "src" / "pkg" / "link.py").symlink_to(root / "src" / "pkg" / "mod.py")
+    (tmp_path / "src" / "pkg" / "link.py").symlink_to(tmp_path / "src" / "pkg" / "mod.py")
+    assert python_files(tmp_path) == ["src/pkg/mod.py"]
 
 
-def test_work_tree_lists_the_projects_own_regular_python_files(tmp_path: Path) -> None:
-    _tree(tmp_path)
-    tree = WorkTree(tmp_path)
-    assert tree.python_files() == ["src/pkg/mod.py"]
-    assert tree.read_all(["src/pkg/mod.py", "nope.py"]) == {"src/pkg/mod.py": b"def f(): pass\n"}
-    assert tree.is_dir("src")
-    assert not tree.is_dir("src/pkg/mod.py")
-
-
-def test_rev_tree_reads_the_commit_not_the_working_tree(tmp_path: Path) -> None:
-    """Regular blobs only (a committed symlink is no module); bytes as committed."""
-    _tree(tmp_path)
+def test_rev_tree_is_the_commit_not_the_working_tree(tmp_path: Path) -> None:
+    write(tmp_path, {"src/pkg/mod.py": "def f(): pass\n"})
     git(tmp_path, "init", "-q")
-    git(tmp_path, "add", "-f", "src")
+    git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "base")
     write(tmp_path, {"src/pkg/mod.py": "changed\n", "src/pkg/new.py": ""})
     tree = RevTree(tmp_path, "HEAD")
-    assert tree.python_files() == ["src/pkg/__pycache__/c.py", "src/pkg/mod.py"]
-    files = tree.read_all(["src/pkg/mod.py", "src/pkg/new.py", "src/pkg/__pycache__/c.py"])
-    assert files == {"src/pkg/mod.py": b"def f(): pass\n", "src/pkg/__pycache__/c.py": b""}
-    assert tree.is_dir("src")
-    assert not tree.is_dir("tests")
+    with tree.checkout() as root:
+        assert python_files(root) == ["src/pkg/mod.py"]
+        assert (root / "src/pkg/mod.py").read_bytes() == b"def f(): pass\n"
+    assert not root.exists()  # removed on exit
+    assert tree.pins.describe("pins/x.json") == "HEAD:pins/x.json"
+    with WorkTree(tmp_path).checkout() as same:
+        assert same == tmp_path
+
+
+def test_names_are_those_check_accepts_in_its_base(tmp_path: Path) -> None:
+    """The generated library, plus a property file and a plugin under src/: the same set as the
+    gate's own ``base_symbols`` (a property's file is harness, never production)."""
+    root = make_library(tmp_path)
+    write(root, {"src/textkit/props.py": "def check(): pass\n", "src/textkit/extra.py": "X = 1\n"})
+    write_pins(root, [prop("p.a", ["textkit"], "src/textkit/props.py::check")])
+    pins = load_pins(DirSource(root))
+    ours = tree_symbols(root, pins.config, pins).names
+    assert ours == base_symbols(layout_of(root, pins), root)
+    assert "textkit.extra" in ours
+    assert "textkit.props" not in ours
