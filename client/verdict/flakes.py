@@ -5,7 +5,8 @@ A failing property is a flake observation only when all of these hold:
 * the flake is in the base ledger and unexpired at the review clock;
 * the flake lists the property's test id, or the property's test cites the flake id;
 * the property covers **no changed symbol** (a flake never excuses a defect in the code the patch
-  changed: the patch could make that code raise the flake's signature);
+  changed: the patch could make that code raise the flake's signature), and no failing run
+  executed one (when the executor reports what a run executed);
 * **every** failing run of the property failed with ``fail`` or ``error`` whose normalized failure
   contains the flake's signature (``exceeded_bound`` is never a flake, and one matching run does not
   excuse another run that failed for a different reason).
@@ -94,10 +95,12 @@ def observe_flakes(
         if not relevant or not failures:
             continue
         flake = next((f for f in relevant if _matches(f, failures)), None)
-        hit = covering(prop, changed_symbols)
+        ran = {s for r in failures for s in r.executed if s in changed_symbols}
+        hit = sorted({*covering(prop, changed_symbols), *ran})
         if flake is not None and hit:
             refused.append(
-                f"flake {flake.id} cannot excuse {prop.id}: it covers changed {', '.join(hit)}"
+                f"flake {flake.id} cannot excuse {prop.id}: it covers or ran changed "
+                f"{', '.join(hit)}"
             )
         elif flake is not None:
             observations.append(

@@ -8,6 +8,7 @@ import datetime as dt
 from client.verdict.flakes import observe_flakes
 from client.verdict.stability import Stability, assess
 from patchgate.pins import Flake, PropertyPin
+from patchgate.results import RunOutcome
 from tests.unit._gate_helpers import prop, run
 
 CLOCK = dt.datetime(2026, 9, 10, tzinfo=dt.UTC)
@@ -69,6 +70,15 @@ def test_a_module_cover_of_the_changed_symbol_is_also_refused() -> None:
     failing = ("error", "TimeoutError: worker")
     report = _observe(_prop(("m",)), _stab(failing, failing), changed_symbols=("module:m",))
     assert report.observations == ()
+
+
+def test_a_flake_never_excuses_a_run_that_executed_changed_code() -> None:
+    """The property covers something else, but its failing run executed the changed symbol."""
+    failing = RunOutcome.make("p.w", 2, "fail", "TimeoutError: worker", executed=("m.f",))
+    local = {"p.w": assess("p.w", [run("p.w", 1, "pass"), failing])}
+    report = _observe(_prop(("m.other",)), local)
+    assert report.observations == ()
+    assert "m.f" in report.refused[0]
 
 
 def test_exceeded_bound_is_never_a_flake() -> None:
