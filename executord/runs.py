@@ -35,7 +35,7 @@ from executord.checks import check_request
 from executord.errors import FailedPrecondition, SandboxError
 from executord.output import TAIL_BYTES, OutputCapture, printable
 from executord.records import node_arguments, property_outcome
-from executord.reporter import MODULE, REPORTER_DIR
+from executord.reporter import FILES, MODULE, REPORTER_DIR
 from executord.request import ExecuteInput, PropertyRun
 from executord.sandbox import ContainerRuntime, ContainerSpec, Mount, SandboxPolicy, run_container
 from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
@@ -192,7 +192,8 @@ class Executor:
         # A copy beside the request, so that its path means the same to the engine wherever the
         # executor itself runs (in compose, only the state directory is shared with the host).
         prepared.reporter_dir.mkdir(mode=0o755)
-        _place(REPORTER_DIR / f"{MODULE}.py", prepared.reporter_dir / f"{MODULE}.py", 0o444)
+        for name in FILES:
+            _place(REPORTER_DIR / name, prepared.reporter_dir / name, 0o444)
 
     def observed_digest(self, prepared: Prepared) -> str:
         """The digest v1 of the fixture bytes as they sit in the tree that gets mounted."""

@@ -1,15 +1,18 @@
 """The executor's pytest reporter, shipped with the executor and mounted read-only into sandboxes.
 
-``patchgate_reporter.py`` is the plugin itself: stdlib and pytest only, never imported by the
-executor (it runs inside the sandbox, on the sandbox's Python). This package only says where the
-plugin lives on the host and under which name the sandbox loads it (``-p patchgate_reporter``).
+``patchgate_reporter.py`` is the plugin itself (stdlib and pytest only); ``patchgate_channel.py``
+takes the run's nonce and connects at interpreter start, imported by ``sitecustomize.py``. None of
+them is imported by the executor: they run inside the sandbox, on the sandbox's Python, from a
+read-only mount on ``PYTHONPATH``. This package only says where they live on the host, which files
+to mount, and under which name the sandbox loads the plugin (``-p patchgate_reporter``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["MODULE", "REPORTER_DIR"]
+__all__ = ["FILES", "MODULE", "REPORTER_DIR"]
 
 REPORTER_DIR = Path(__file__).resolve().parent
 MODULE = "patchgate_reporter"
+FILES = (f"{MODULE}.py", "patchgate_channel.py", "sitecustomize.py")

@@ -3,12 +3,13 @@
 Loaded inside the sandbox with ``-p patchgate_reporter`` from a read-only mount; stdlib and pytest
 only, so it runs on the host's Python (image ``host``) and on a named image's Python alike.
 
-At import, before any conftest or test module is imported, it takes the per-run nonce out of the
-environment (and blanks it in the process's initial environment block, best effort), connects to
-the executor's report socket, and sends a ``start`` record. Then one ``item`` record per test as
-the test ends (after its teardown), and one ``finish`` record with pytest's exit status. Every
-record is one JSON line carrying the nonce and a sequence number. The executor keeps the first
-record per test; what was sent cannot be taken back.
+``patchgate_channel`` (imported at interpreter start by the mounted ``sitecustomize``, before any
+code of the workspace) has already taken the per-run nonce out of the environment and connected
+to the executor's report socket; at import this plugin sends a ``start`` record on that
+connection. Then one ``item`` record per test as the test ends (after its teardown), and one
+``finish`` record with pytest's exit status. Every record is one JSON line carrying the nonce and
+a sequence number. The executor keeps the first record per test; what was sent cannot be taken
+back.
 
 With a list of target code ranges (``targets.json`` beside the socket), each test's call phase
 runs under a ``sys.setprofile`` hook that notes which targets had a Python-level call: a code
@@ -17,10 +18,9 @@ object whose file is the target's file and whose first line lies in the target's
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -30,9 +30,10 @@ from typing import Any
 
 import pytest
 
-NONCE_ENV = "PATCHGATE_REPORT_NONCE"
-SOCKET_ENV = "PATCHGATE_REPORT_SOCKET"
-TARGETS_ENV = "PATCHGATE_REPORT_TARGETS"
+# The run's channel, opened at interpreter start by the mounted ``sitecustomize`` (or now, when
+# the interpreter skipped it); a top-level module of the same mount, hence the dynamic import.
+_boot = importlib.import_module("patchgate_channel")
+
 MAX_FAILURE_CHARS = 4096
 _MARKER_PLUGIN = "patchgate"
 _MARKER_LINE = (  # the same text as patchgate.pytest_plugin.MARKER_LINE (a test holds them equal)
@@ -42,59 +43,6 @@ _MARKER_LINE = (  # the same text as patchgate.pytest_plugin.MARKER_LINE (a test
 )
 _TAIL_LINES = 30
 _SKIPS = (pytest.skip.Exception, pytest.xfail.Exception)
-
-
-class _Channel:
-    """The connection to the executor; sending never raises into pytest."""
-
-    def __init__(self, path: str, nonce: str) -> None:
-        self._nonce = nonce
-        self._seq = 0
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        try:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.connect(path)
-        except OSError:
-            return
-        self._sock = sock
-
-    def send(self, kind: str, **fields: Any) -> None:
-        with self._lock:
-            if self._sock is None:
-                return
-            record = {"v": 1, "nonce": self._nonce, "seq": self._seq, "kind": kind, **fields}
-            self._seq += 1
-            line = json.dumps(record, separators=(",", ":"), ensure_ascii=True) + "\n"
-            try:
-                self._sock.sendall(line.encode("ascii"))
-            except OSError:
-                self.close_locked()
-
-    def close_locked(self) -> None:
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.close()
-            self._sock = None
-
-    def close(self) -> None:
-        with self._lock:
-            self.close_locked()
-
-
-def _take_env(name: str) -> str:
-    """Remove ``name`` from the environment; blank it in the initial environment block too."""
-    value = os.environ.get(name, "")
-    with contextlib.suppress(Exception):  # ctypes may be missing from a slim image
-        import ctypes  # noqa: PLC0415 - only here
-
-        libc = ctypes.CDLL(None)
-        libc.getenv.restype = ctypes.c_void_p
-        addr = libc.getenv(name.encode())
-        if addr:  # the C string, which /proc/self/environ shows: overwrite it in place
-            ctypes.memset(addr, ord("0"), len(value.encode()))
-    os.environ.pop(name, None)
-    return value
 
 
 class _Targets:
@@ -156,10 +104,8 @@ def _failure_text(report: pytest.TestReport) -> str:
 
 class _Reporter:
     def __init__(self) -> None:
-        nonce = _take_env(NONCE_ENV)
-        path = _take_env(SOCKET_ENV)
-        self.targets = _Targets(_take_env(TARGETS_ENV))
-        self.channel = _Channel(path, nonce)
+        self.targets = _Targets(_boot.TARGETS)
+        self.channel = _boot.CHANNEL
         self.channel.send("start", plugin=os.path.abspath(__file__), pid=os.getpid())
         self._phases: dict[str, list[pytest.TestReport]] = {}
         self._started: dict[str, float] = {}

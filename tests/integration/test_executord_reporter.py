@@ -75,11 +75,17 @@ def rundir() -> Iterator[Path]:
 
 
 def _pytest(
-    rundir: Path, suite: str, *args: str, targets: bool = False
+    rundir: Path,
+    suite: str,
+    *args: str,
+    targets: bool = False,
+    extra: dict[str, str] | None = None,
 ) -> tuple[RecordLog, int, str]:
     ws = rundir / "ws"
     ws.mkdir()
     (ws / "test_suite.py").write_text(suite.replace("NONCE", repr(NONCE)), encoding="utf-8")
+    for name, text in (extra or {}).items():
+        (ws / name).write_text(text, encoding="utf-8")
     if targets:
         write_targets(rundir, [("test_suite.py", 5, 6, "m.helper"), ("test_suite.py", 8, 9, "m.u")])
     channel = ReportChannel(rundir, NONCE)
@@ -258,3 +264,27 @@ def test_a_channel_nobody_connected_to_finishes_at_once(rundir: Path) -> None:
     log = channel.finish(5.0)
     assert time.monotonic() - t0 < 1
     assert (log.started, log.problems) == (False, [])
+
+
+EARLY_PLUGIN = """
+import os, socket
+
+with open("seen-env.txt", "w") as fh:
+    fh.write(repr(sorted(k for k in os.environ if k.startswith("PATCHGATE_"))))
+s = socket.socket(socket.AF_UNIX)
+s.connect(SOCK)
+s.sendall(b'{"v":1,"kind":"start"}\\n')
+"""
+
+
+def test_a_workspace_plugin_loaded_before_the_reporter_finds_no_nonce(rundir: Path) -> None:
+    """``addopts = -p early`` in the workspace loads its plugin before ours: the nonce is already
+    gone from its environment (taken at interpreter start) and its connection is the second one."""
+    early = EARLY_PLUGIN.replace("SOCK", repr(str(rundir / "report.sock")))
+    ini = "[pytest]\naddopts = -p early_plugin\n"
+    log, code, out = _pytest(
+        rundir, SUITE, "test_suite.py::test_ok", extra={"early_plugin.py": early, "pytest.ini": ini}
+    )
+    assert (rundir / "ws" / "seen-env.txt").read_text() == "[]", out
+    assert "a second connection to the report channel" in log.problems
+    assert property_outcome(log, ["test_suite.py::test_ok"], code, PLUGIN)[0] == "error"
