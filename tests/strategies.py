@@ -7,10 +7,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from client.verdict.stability import Stability, assess
 from patchgate.digest import FileEntry, Manifest
+from patchgate.pins import PROPERTY_CLASSES, PropertyPin
+from patchgate.results import RunOutcome
 
 __all__ = [
     "argvs",
+    "credit_cases",
     "file_entries",
     "json_values",
     "junk_json_bytes",
@@ -54,3 +58,43 @@ json_values: st.SearchStrategy[Any] = st.recursive(
 )
 
 junk_json_bytes = json_values.map(lambda v: json.dumps(v).encode()) | st.binary(max_size=200)
+
+
+SYMBOLS = ("m.f", "m.g", "m.C.h", "module:m", "n.k")
+ASSERTION_CLASSES = ("property", "fixture_eq", "freeze_ref", "tautology", "opaque")
+RUN_OUTCOMES = ("pass", "fail", "error", "exceeded_bound", None)  # None: not recorded
+
+
+@st.composite
+def credit_cases(draw: st.DrawFn) -> dict[str, Any]:
+    """Arguments of ``client.verdict.credit.score``: symbols, properties covering some of them,
+    assertion classes and two local runs per property (a run may be missing), maybe a stop."""
+    symbols = draw(st.lists(st.sampled_from(SYMBOLS), unique=True, max_size=4))
+    props = []
+    for n in range(draw(st.integers(0, 4))):
+        covers = draw(st.lists(st.sampled_from((*SYMBOLS, "m", "m.C", "x.y")), max_size=2))
+        props.append(
+            PropertyPin(
+                id=f"p{n}",
+                claim="",
+                property_class=draw(st.sampled_from(PROPERTY_CLASSES)),
+                covers=tuple(covers),
+                command=("python", "-m", "pytest", f"t.py::test_{n}"),
+            )
+        )
+    local: dict[str, Stability] = {}
+    for p in props:
+        outcomes = [draw(st.sampled_from(RUN_OUTCOMES)) for _ in range(2)]
+        runs = [
+            RunOutcome.make(p.id, i, o, "" if o == "pass" else "boom")
+            for i, o in enumerate(outcomes, 1)
+            if o is not None
+        ]
+        local[p.id] = assess(p.id, runs)
+    return {
+        "changed_symbols": tuple(symbols),
+        "suite": tuple(props),
+        "assertion_classes": {p.id: draw(st.sampled_from(ASSERTION_CLASSES)) for p in props},
+        "local": local,
+        "stopped": draw(st.sampled_from(("", "", "reject_oracle_moved", "unavailable"))),
+    }
