@@ -1,11 +1,14 @@
-"""What a rewrite of a pin file changed: keys added, removed and changed, for a person to read."""
+"""What a rewrite of a pin file changed (keys added, removed, changed); where pins may go."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["Changes", "diff_maps"]
+from client.errors import EXIT_CONFIG, CommandRefused
+
+__all__ = ["Changes", "diff_maps", "no_link_on_the_way"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,3 +48,18 @@ def diff_maps(old: Mapping[str, object], new: Mapping[str, object]) -> Changes:
         removed=tuple(sorted(set(old) - set(new))),
         changed=tuple(sorted(k for k in set(old) & set(new) if old[k] != new[k])),
     )
+
+
+def no_link_on_the_way(repo: Path, rel: str) -> None:
+    """Refuse (exit 78) to write ``repo/rel`` when it or a directory on its way is a symlink: a
+    pin is written inside the repository or not at all (a linked ``pins/`` would send it
+    elsewhere, and ``git`` stores a link, not the file it points to)."""
+    path = repo
+    for part in rel.split("/"):
+        path = path / part
+        if path.is_symlink():
+            raise CommandRefused(
+                f"{repo / rel}: {path} is a symlink; pins are written only as regular files "
+                "inside the repository",
+                EXIT_CONFIG,
+            )

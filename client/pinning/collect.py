@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from client.errors import EXIT_CONFIG, CommandRefused, ConfigError
-from client.pinning.changes import Changes, diff_maps
+from client.pinning.changes import Changes, diff_maps, no_link_on_the_way
 from client.pinning.fixtures import config_error
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
 from patchgate.errors import PinError, PinErrors
@@ -203,6 +203,7 @@ def repin_properties(
     except PinError as exc:
         raise config_error(exc) from None
     fx_rel, prop_rel, _ = config.pin_paths
+    no_link_on_the_way(repo, prop_rel)
     raw_fx = source.read(fx_rel)
     if raw_fx is None:
         raise CommandRefused(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client.errors import EXIT_CONFIG, CommandRefused, ConfigError
-from client.pinning.changes import Changes, diff_maps
+from client.pinning.changes import Changes, diff_maps, no_link_on_the_way
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
 from patchgate.digest import hash_files, scan_fixture_tree, validate_path
 from patchgate.errors import FixtureScanError, PinError, PinErrors, UnsafePathError
@@ -69,6 +69,7 @@ def repin_fixtures(repo: Path) -> FixtureUpdate:
     except PinError as exc:
         raise config_error(exc) from None
     rel = config.pin_paths[0]
+    no_link_on_the_way(repo, rel)
     where = source.describe(rel)
     raw = source.read(rel)
     if raw is None:

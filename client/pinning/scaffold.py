@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client.errors import EXIT_USAGE, CommandRefused, ConfigError
+from client.pinning.changes import no_link_on_the_way
 from client.pinning.fixtures import config_error, scan_fixtures
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
 from patchgate.digest import validate_path
@@ -128,6 +129,8 @@ def plan_init(repo: Path, *, fixture_root: str = "fixtures") -> InitPlan:
             "'patchgate pin properties --from-pytest')",
             EXIT_USAGE,
         )
+    for rel in (*pin_files, "pyproject.toml"):
+        no_link_on_the_way(repo, rel)
     has_src = (repo / "src").is_dir() and not (repo / "src").is_symlink()
     roots = ("src",) if has_src else (".",)
     config_file, config_bytes, config_mode = _config(repo, _table(roots, fixture_root))

@@ -12,6 +12,7 @@ import pytest
 
 from client.errors import EXIT_USAGE, CommandRefused, ConfigError
 from client.pinning.changes import Changes, diff_maps
+from client.pinning.collect import repin_properties
 from client.pinning.fixtures import repin_fixtures, scan_fixtures
 from client.pinning.scaffold import apply_init, plan_init
 from patchgate.errors import FixtureScanError, UsageError
@@ -204,3 +205,45 @@ def test_init_refuses_an_unreadable_pyproject_and_an_unsafe_tree(tmp_path: Path)
     assert not (tmp_path / "pins").exists()
     with pytest.raises(UsageError, match="--fixture-root"):
         plan_init(tmp_path, fixture_root="../up")
+
+
+# -- never through a link ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("linked", ["pins", "pins/fixtures.json", "pins/properties.json"])
+def test_pin_commands_never_write_through_a_link(tmp_path: Path, linked: str) -> None:
+    """A linked pins/ (or pin file) would send the pin outside the repository: refused, 78."""
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    write(repo, {"fixtures/a": b"A"})
+    write_pins(outside, [])
+    if linked == "pins":
+        (repo / "pins").symlink_to(outside / "pins")
+    else:
+        write_pins(repo, [])
+        (repo / linked).unlink()
+        (repo / linked).symlink_to(outside / linked)
+    before = _snapshot(outside)
+
+    def command() -> object:
+        if linked == "pins/properties.json":
+            return repin_properties(repo, collect=lambda r, p: [])
+        return repin_fixtures(repo)
+
+    with pytest.raises(CommandRefused, match="is a symlink") as info:
+        command()
+    assert info.value.exit_code == 78
+    assert _snapshot(outside) == before
+
+
+@pytest.mark.parametrize("linked", ["pins", "pyproject.toml"])
+def test_init_never_writes_through_a_link(tmp_path: Path, linked: str) -> None:
+    """A linked pins/ or pyproject.toml: refused (78), the link's target untouched."""
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    write(outside, {"pyproject.toml": "[project]\nname = 'x'\n", "pins/.keep": ""})
+    repo.mkdir()
+    (repo / linked).symlink_to(outside / linked)
+    before = _snapshot(outside)
+    with pytest.raises(CommandRefused, match="is a symlink") as info:
+        plan_init(repo)
+    assert info.value.exit_code == 78
+    assert _snapshot(outside) == before
