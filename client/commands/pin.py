@@ -86,7 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         required=True,
         help="collect the tests marked @pytest.mark.patchgate (the only source today)",
     )
-    pr.add_argument("paths", nargs="*", metavar="PATH", help="test paths to collect")
+    pr.add_argument(
+        "paths", nargs="*", metavar="PATH", help="test paths to collect, relative to the repository"
+    )
     pr.set_defaults(func=run, pin_run=run_properties)
     ck = sub.add_parser("check", help="validate the pins and covers", description=_CHECK)
     _repo_flag(ck)

@@ -7,7 +7,8 @@ Collection runs in a subprocess, in the repository, with the interpreter patchga
                      --rootdir REPO [PATH ...]
 
 with ``PATCHGATE_COLLECT_OUT`` naming a temporary file the collector plugin writes the marked
-items to (:mod:`patchgate.pytest_collect`). Nothing is run. Each marked test becomes::
+items to (:mod:`patchgate.pytest_collect`) and ``PYTHONDONTWRITEBYTECODE`` set (no ``.pyc`` left
+in the repository). Nothing is run. Each marked test becomes::
 
     {"id": <id= or <module>.<test>>, "claim": <claim= or "">, "class": <kind=>,
      "covers": <covers=>, "command": <first allowed command of the fixture pin> + [<node id>]}
@@ -69,7 +70,7 @@ def run_collection(repo: Path, paths: Sequence[str]) -> list[dict[str, Any]]:
             proc = subprocess.run(
                 argv,
                 cwd=repo,
-                env={**os.environ, OUT_ENV: str(out)},
+                env={**os.environ, OUT_ENV: str(out), "PYTHONDONTWRITEBYTECODE": "1"},
                 capture_output=True,
                 text=True,
                 errors="replace",

@@ -137,6 +137,7 @@ def test_real_collection_of_a_generated_library(tmp_path: Path) -> None:
         "tests/test_core.py::test_count",
         "tests/test_core.py::test_slugify_idempotent",
     ]
+    assert list(root.rglob("__pycache__")) == []  # collection leaves no bytecode behind
 
 
 def test_a_collection_error_is_a_configuration_error_with_its_text(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from client.errors import EXIT_USAGE, CommandRefused, ConfigError
 from client.pinning.changes import Changes, diff_maps
@@ -41,6 +43,20 @@ def test_diff_maps_names_added_removed_changed() -> None:
     assert changes.lines() == ["added d", "removed a", "changed c"]
     assert changes.summary() == "1 added, 1 removed, 1 changed"
     assert diff_maps({"a": 1}, {"a": 1}).empty
+
+
+@given(
+    st.dictionaries(st.text(max_size=3), st.integers(0, 3), max_size=6),
+    st.dictionaries(st.text(max_size=3), st.integers(0, 3), max_size=6),
+)
+def test_diff_maps_partitions_every_key_that_differs(
+    old: dict[str, int], new: dict[str, int]
+) -> None:
+    """Every key is in at most one list, and exactly the keys whose value differs are listed."""
+    changes = diff_maps(old, new)
+    listed = [*changes.added, *changes.removed, *changes.changed]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == {k for k in old.keys() | new.keys() if old.get(k, -1) != new.get(k, -1)}
 
 
 # -- pin fixtures ------------------------------------------------------------------------------
