@@ -5,18 +5,33 @@ Each module named in ``_COMMANDS`` has ``register(subparsers)``, which adds its 
 :class:`patchgate.errors.PatchgateError` once, prints one readable line to stderr and exits with
 :func:`client.errors.exit_code_for`; ``--verbose`` (accepted before or after the command name) also
 prints the traceback. Usage errors exit 64; a configuration error (the base's pins) exits 78 with
-one line per problem.
+one line per problem. Any other ``OSError`` that reaches ``main`` (a permission, a full disk) is
+one line too and exits 4, an infrastructure failure. SIGINT and SIGTERM raise
+:class:`client.errors.Interrupted` in the main thread (once: a second signal does not cut the
+clean-up short); whatever is running unwinds — a check cancels its queued and running properties
+and removes its temp workspace — and the exit code is 128 + the signal number (130, 143).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from types import FrameType
 from typing import NoReturn
 
-from client.errors import EXIT_USAGE, CommandRefused, ConfigError, exit_code_for
+from client.errors import (
+    EXIT_TRANSPORT,
+    EXIT_USAGE,
+    CommandRefused,
+    ConfigError,
+    Interrupted,
+    exit_code_for,
+)
 from patchgate.errors import PatchgateError
 
 __all__ = ["build_parser", "main"]
@@ -125,6 +140,40 @@ def _error_lines(exc: PatchgateError) -> str:
     return "".join(f"patchgate: {label}: {' '.join(p.split())}\n" for p in problems)
 
 
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGINT/SIGTERM raise :class:`Interrupted` in the main thread, the first one only; the
+    previous handlers come back on exit. Elsewhere than the main thread: nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if not fired:  # a second signal must not interrupt the clean-up of the first
+            fired.append(signum)
+            raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _traceback(verbose: bool) -> None:
+    if verbose:
+        import traceback  # noqa: PLC0415 - only --verbose pays for it
+
+        traceback.print_exc(file=sys.stderr)
+
+
+def _os_error_line(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    return f"patchgate: error: {where}{exc.strerror or exc}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchgate`` console script. Returns the exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
@@ -142,17 +191,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         configure_logging("debug" if verbose else "info")
     try:
-        code: int = args.func(args)
+        with _interruptible():
+            code: int = args.func(args)
     except PatchgateError as exc:
-        if verbose:
-            import traceback  # noqa: PLC0415 - only --verbose pays for it
-
-            traceback.print_exc(file=sys.stderr)
+        _traceback(verbose)
         sys.stderr.write(_error_lines(exc))
         return exit_code_for(exc)
-    except KeyboardInterrupt:
-        sys.stderr.write("patchgate: interrupted\n")
-        return 130
+    except OSError as exc:
+        _traceback(verbose)
+        sys.stderr.write(" ".join(_os_error_line(exc).split()) + "\n")
+        return EXIT_TRANSPORT
+    except KeyboardInterrupt as exc:  # Interrupted, or a SIGINT outside the main thread's handler
+        _traceback(verbose)
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        sys.stderr.write(f"patchgate: interrupted ({signal.Signals(signum).name})\n")
+        return 128 + signum
     return code
 
 

@@ -125,3 +125,9 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["init"], ["pin"], ["pin", "fixtures"], ["pin", "properties"], ["pin", "check"]):
         assert main([*argv, "--help"]) == 0
         assert "usage: patchgate" in capsys.readouterr().out
+
+
+def test_the_shipped_example_passes_pin_check(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/billing, the pins the demo runs on, are valid by the operator's own check."""
+    assert main(["pin", "check", "--repo", str(ROOT / "examples" / "billing")]) == 0
+    assert capsys.readouterr().out.startswith("pins OK (the working tree): ")
