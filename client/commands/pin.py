@@ -41,7 +41,8 @@ The file is rewritten only when a path or hash changed.
 
 _PROPERTIES = """\
 Collect the tests marked @pytest.mark.patchgate(claim=..., kind=..., covers=[...], id=...) with
-'python -m pytest --collect-only' (nothing runs; the interpreter is the one patchgate runs under)
+'python -m pytest --collect-only' (no test runs, but test modules and conftest.py are imported:
+run it on your own reviewed code, never on an agent's patch; the interpreter is patchgate's)
 and replace pins/properties.json by them: id from id= (else <module>.<test> of the node id),
 class from kind=, command = the fixture pin's first allowed command + the node id. Prints the
 property ids added, removed and changed. Refused with every problem listed and nothing written

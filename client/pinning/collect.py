@@ -8,7 +8,9 @@ Collection runs in a subprocess, in the repository, with the interpreter patchga
 
 with ``PATCHGATE_COLLECT_OUT`` naming a temporary file the collector plugin writes the marked
 items to (:mod:`patchgate.pytest_collect`) and ``PYTHONDONTWRITEBYTECODE`` set (no ``.pyc`` left
-in the repository). Nothing is run. Each marked test becomes::
+in the repository). No test runs, but collection imports the test modules and ``conftest.py``
+files in the operator's environment, as pytest does: this is for the operator's own reviewed
+code, never for an agent's patch. Each marked test becomes::
 
     {"id": <id= or <module>.<test>>, "claim": <claim= or "">, "class": <kind=>,
      "covers": <covers=>, "command": <first allowed command of the fixture pin> + [<node id>]}
