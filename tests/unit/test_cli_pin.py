@@ -131,3 +131,25 @@ def test_the_shipped_example_passes_pin_check(capsys: pytest.CaptureFixture[str]
     """examples/billing, the pins the demo runs on, are valid by the operator's own check."""
     assert main(["pin", "check", "--repo", str(ROOT / "examples" / "billing")]) == 0
     assert capsys.readouterr().out.startswith("pins OK (the working tree): ")
+
+
+def test_pin_commands_print_json_for_machines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--json: the changes as lists, the pin file and its count; nothing else on stdout."""
+    lib = make_library(tmp_path / "textkit")
+    assert main(["init", "--repo", str(lib)]) == 0
+    capsys.readouterr()
+    write(lib, {"fixtures/new.txt": "n"})
+    assert main(["pin", "fixtures", "--repo", str(lib), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["added"], out["removed"], out["changed"], out["files"]) == (
+        ["fixtures/new.txt"],
+        [],
+        [],
+        2,
+    )
+    assert main(["pin", "properties", "--from-pytest", "--repo", str(lib), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["added"] == ["tests.test_core.test_count", "textkit.slugify.idempotent"]
+    assert out["properties"] == 2
