@@ -69,6 +69,7 @@ def test_a_re_export_is_not_a_symbol(lib: Path) -> None:
     write_pins(lib, [prop("p.a", ["textkit.slugify"])])
     (line,) = _problems(lib)
     assert "'textkit.slugify' names no symbol" in line
+    assert line.endswith("did you mean textkit.core.slugify?")
 
 
 def test_tests_and_pins_are_not_production_symbols(lib: Path) -> None:
