@@ -4,8 +4,11 @@
 a patch touched), ``roles`` says what each path is to the gate (source, harness, oracle, pins,
 compiled code, data) from the base's layout, ``touched`` judges every changed path,
 ``symbols`` names the changed functions, classes and module code, ``diffparse`` says whether the
-bytes are a diff at all (held to agree with git), ``assertions`` (with ``assertion_rules``)
-classifies a property's assertions. This is the ground floor of the client: it imports only
+bytes are a diff at all (held to agree with git), ``assertions`` classifies a property's test
+function (``assertion_rules`` judges each assertion; ``reach`` says which can run and fail the test,
+``constfold`` what never changes, ``testscope`` what the test module binds, ``fixture_flow``
+where fixture content flows, ``production`` which imports are the code under test, ``astwalk``
+the shared walkers). This is the ground floor of the client: it imports only
 :mod:`patchgate` and the standard library.
 """
 

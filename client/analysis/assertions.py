@@ -29,11 +29,15 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.analysis.assertion_rules import assertion_verdicts, dotted, walk
+from client.analysis.assertion_rules import Finding, assertion_findings
+from client.analysis.astwalk import dotted, walk
+from client.analysis.fixture_flow import module_flow
+from client.analysis.production import production_in
+from client.analysis.testscope import default_production, module_scope
 from patchgate.digest import validate_path
 from patchgate.errors import UnsafePathError
 
@@ -105,13 +109,28 @@ def classify_property(repo_dir: Path, property_id: str, command: Sequence[str]) 
         raw = path.read_bytes()
     except OSError:
         return _opaque(property_id, node_id, test_file, function, f"{test_file} does not exist")
-    return classify_source(raw, property_id=property_id, node_id=node_id, names=names)
+    return classify_source(
+        raw,
+        property_id=property_id,
+        node_id=node_id,
+        names=names,
+        production=production_in(repo_dir),
+    )
 
 
 def classify_source(
-    raw: bytes, *, property_id: str, node_id: str, names: Sequence[str]
+    raw: bytes,
+    *,
+    property_id: str,
+    node_id: str,
+    names: Sequence[str],
+    production: Callable[[str], bool] = default_production,
 ) -> AssertionReport:
-    """Classify the function ``names`` (classes then the function) in the test source ``raw``."""
+    """Classify the function ``names`` (classes then the function) in the test source ``raw``.
+
+    ``production`` says whether a dotted module name is production code (the code under test);
+    without a checkout, any absolute import that is not the standard library or a test module.
+    """
     test_file = node_id.split("::", 1)[0]
     function = "::".join(names)
     try:
@@ -124,7 +143,10 @@ def classify_source(
         why = f"{test_file} has no test function {function}"
         return _opaque(property_id, node_id, test_file, function, why)
     func, scopes = found
-    assertion_class, freeze_ids, detail = _judge(func, scopes)
+    try:
+        assertion_class, freeze_ids, detail = _judge(tree, func, scopes, production)
+    except RecursionError:  # fail closed: no credit, and the predicate hash still pins the test
+        assertion_class, freeze_ids, detail = "opaque", (), "it is nested too deeply to judge."
     return AssertionReport(
         property_id=property_id,
         node_id=node_id,
@@ -176,7 +198,9 @@ def _segment(source: str, func: _Func) -> str:
 # -- judging ------------------------------------------------------------------------------------
 
 
-def _judge(func: _Func, scopes: list[ast.AST]) -> tuple[str, tuple[str, ...], str]:
+def _judge(
+    tree: ast.Module, func: _Func, scopes: list[ast.AST], production: Callable[[str], bool]
+) -> tuple[str, tuple[str, ...], str]:
     """(class, freeze ids, one-sentence detail) of one test function."""
     markers = _markers(func, scopes)
     calls = list(_skip_calls(func))
@@ -189,22 +213,44 @@ def _judge(func: _Func, scopes: list[ast.AST]) -> tuple[str, tuple[str, ...], st
     if any(kind != "skipif" for kind, _ in markers) or any(top for top, _ in calls):
         why = "it is skipped or xfailed without a flake id, so no assertion is evidence."
         return "opaque", freeze_ids, why
-    verdicts = assertion_verdicts(func)
-    real, fixture, tautology = (verdicts.count(c) for c in ("property", "fixture_eq", "tautology"))
+    classes = [s for s in scopes if isinstance(s, ast.ClassDef)]
+    scope = module_scope(tree, classes, production)
+    decorators = [d for c in classes for d in c.decorator_list]
+    findings = assertion_findings(func, scope, module_flow(tree), decorators)
+    by = {kind: [f for f in findings if f.verdict == kind] for kind in ASSERTION_CLASSES}
+    real, fixture, tautology, opaque = (
+        by[k] for k in ("property", "fixture_eq", "tautology", "opaque")
+    )
     if fixture:
-        beside = f" (beside {real} real assertion(s))" if real else ""
-        return "fixture_eq", freeze_ids, f"an equality compares with fixture content{beside}."
+        beside = f" (beside {len(real)} real assertion(s))" if real else ""
+        return (
+            "fixture_eq",
+            freeze_ids,
+            f"an equality compares with fixture content{beside}{_at(fixture)}.",
+        )
     if real:
-        extra = f"; {tautology} tautological one(s) add nothing" if tautology else ""
-        return "property", freeze_ids, f"{real} real assertion(s){extra}."
+        vacuous = len(tautology) + len(opaque)
+        extra = f"; {vacuous} vacuous or opaque one(s) add nothing" if vacuous else ""
+        return "property", freeze_ids, f"{len(real)} real assertion(s){extra}."
     if freeze_ids:
         why = f"a conditional skip/xfail cites {cited} and nothing real is asserted."
         return "freeze_ref", freeze_ids, why
     if tautology:
-        why = "every assertion holds whatever the code does (constants, x == x, copies)."
-        return "tautology", freeze_ids, why
+        return "tautology", freeze_ids, f"no assertion can fail: {_reason(tautology)}."
+    if opaque:
+        return "opaque", freeze_ids, f"no visible predicate: {_reason(opaque)}."
     why = "it has no visible assertion (assert, pytest.raises or self.assert*)."
     return "opaque", freeze_ids, why
+
+
+def _at(findings: Sequence[Finding]) -> str:
+    return f" (line {findings[0].line})" if findings[0].line else ""
+
+
+def _reason(findings: Sequence[Finding]) -> str:
+    """The first finding's reason and line, and how many more there are."""
+    more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+    return f"{findings[0].why}{_at(findings)}{more}"
 
 
 def _strings(node: ast.AST) -> list[str]:
