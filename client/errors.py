@@ -10,6 +10,10 @@ Hierarchy::
                                           every problem found, one line each
 
 ``exit_code_for`` is the one place an error becomes an exit code: ``main()`` calls it once.
+
+:class:`Interrupted` is no error: it is the ``KeyboardInterrupt`` that SIGINT or SIGTERM raises in
+the main thread (``signum`` says which), so that a command unwinds and cleans up; ``main()`` exits
+128 + ``signum``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ __all__ = [
     "EXIT_USAGE",
     "CommandRefused",
     "ConfigError",
+    "Interrupted",
     "exit_code_for",
 ]
 
@@ -57,6 +62,14 @@ class ConfigError(PatchgateError):
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = tuple(problems) or ("invalid configuration",)
         super().__init__("; ".join(self.problems))
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: unwind, clean up, exit 128 + ``signum``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def exit_code_for(exc: BaseException) -> int:

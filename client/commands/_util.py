@@ -10,7 +10,7 @@ from pathlib import Path
 
 from patchgate.errors import UsageError
 
-__all__ = ["parse_clock", "print_json", "resolve_out"]
+__all__ = ["check_out_dir", "parse_clock", "print_json", "resolve_out"]
 
 
 def resolve_out(out: Path, default_name: str, forbidden: Iterable[tuple[Path, str]] = ()) -> Path:
@@ -28,6 +28,28 @@ def resolve_out(out: Path, default_name: str, forbidden: Iterable[tuple[Path, st
         if resolved == place_resolved or resolved.is_relative_to(place_resolved):
             raise UsageError(f"--out {out}: inside {what} {place}; patchgate never writes there")
     return target
+
+
+def check_out_dir(out: Path, forbidden: Iterable[tuple[Path, str]] = ()) -> None:
+    """Refuse (UsageError) an ``--out`` directory that cannot be one, before anything is written.
+
+    Refused: an existing path that is not a directory (a regular file, a dangling link), a path
+    below an existing non-directory, and a path inside (or equal to) any ``forbidden`` directory,
+    symbolic links followed.
+    """
+    target = Path(out)
+    if target.is_symlink() and not target.exists():
+        raise UsageError(f"--out {out}: a symbolic link to nothing")
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    above = next((p for p in target.absolute().parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise UsageError(f"--out {out}: {above} is not a directory")
+    resolved = target.resolve()
+    for place, what in forbidden:
+        place_resolved = Path(place).resolve()
+        if resolved == place_resolved or resolved.is_relative_to(place_resolved):
+            raise UsageError(f"--out {out}: inside {what} {place}; patchgate never writes there")
 
 
 def parse_clock(text: str | None) -> dt.datetime:

@@ -14,6 +14,12 @@ from the re-run, and a transport failure never becomes a failed property. A resu
 outcomes and some transport is not re-run (its missing runs stay transport). A refusal (nothing
 ran) is kept apart from both and is never re-run. Every result names the executor key id that
 signed it (``results`` in the lane's receipt entry).
+
+**Cancellation.** When the calling thread is interrupted while the lane runs (Ctrl-C or SIGTERM
+turned into an exception by the CLI), no queued property starts any more and every client is
+closed at once, which cancels the streams in flight (an executor stops the sandboxes of a cancelled
+``Execute``); the workers then return and the exception goes on up, so that the caller's temp
+workspace is removed.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -163,11 +169,21 @@ class _Scheduler:
         self._pending = len(self._jobs)
         self._several = len(addresses) > 1
         self._cond = threading.Condition()
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        """Start no queued job any more; ``take`` returns None from now on."""
+        with self._cond:
+            self._cancelled = True
+            self._jobs.clear()
+            self._cond.notify_all()
 
     def take(self, address: str) -> _Job | None:
-        """The next job this address may run; None when every job is finished."""
+        """The next job this address may run; None when every job is finished or cancelled."""
         with self._cond:
             while True:
+                if self._cancelled:
+                    return None
                 for job in self._jobs:
                     if not (self._several and job.avoid == address):
                         self._jobs.remove(job)
@@ -315,8 +331,18 @@ def run_lane(
     slots = [a for a in addresses for _ in range(concurrency or default_concurrency(a))]
     try:
         with ThreadPoolExecutor(max_workers=len(slots)) as pool:
-            for f in [pool.submit(worker, a) for a in slots]:
-                f.result()
+            futures = [pool.submit(worker, a) for a in slots]
+            try:
+                pending = set(futures)
+                while pending:  # a timed wait: a signal's handler runs within half a second
+                    _, pending = wait(pending, timeout=0.5)
+                for f in futures:
+                    f.result()
+            except BaseException:  # interrupted: cancel, let the workers return, re-raise
+                sched.cancel()
+                for c in clients.values():
+                    c.close()  # cancels every stream in flight on this channel
+                raise
     finally:
         for c in clients.values():
             c.close()
