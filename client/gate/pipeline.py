@@ -25,7 +25,7 @@ from client.gate.settings import CheckSettings
 from client.gate.workspace import PatchApplyError, Workspace, base_pins, materialize
 from client.verdict.admission import decide
 from client.verdict.credit import CreditReport, CreditRow, rejection_codes, score
-from client.verdict.flakes import observe_flakes
+from client.verdict.flakes import observe_flakes, quarantined
 from client.verdict.posture import Facts, Verdict, merge
 from client.verdict.receipt import build_receipt
 from client.verdict.stability import Stability, assess_all
@@ -34,7 +34,7 @@ from patchgate.keys import Keyring
 from patchgate.ledgers import FILE_NAMES, Receipt
 from patchgate.pins import PinSet, PropertyPin
 
-__all__ = ["CheckResult", "run_check"]
+__all__ = ["CheckResult", "remote_not_run", "run_check"]
 
 # Fixture statuses whose suite may be signed and run: ``not_applicable`` (an empty pin and no
 # fixture root) counts as a match, the signed manifest still pins seed, bound and commands.
@@ -158,6 +158,17 @@ def run_check(s: CheckSettings, progress: Callable[[str], None] | None = None) -
         return _reject_provenance(s, st, problem or str(exc))
 
 
+def remote_not_run(*, local_ran: bool, local_green: bool, confirmable: bool) -> str:
+    """Why the remote lane does not run ("" when it may): it confirms a green local lane only,
+    and only pure_fn properties. A check with no local executor (``--remote-only``) runs it
+    alone, as a confirmation that is never admitted."""
+    if not confirmable:
+        return "no pure_fn property in the suite (only pure_fn results can be confirmed elsewhere)"
+    if local_ran and not local_green:
+        return "the local lane did not pass every run of every property"
+    return ""
+
+
 def _reject_provenance(s: CheckSettings, st: _State, why: str) -> CheckResult:
     st.decision = "reject_provenance"
     st.reasons.append(why)
@@ -181,6 +192,8 @@ class _Check:
     ws: Workspace
     clock: dt.datetime
     say: Callable[[str], None]
+    #: Properties quarantined by a valid freeze citation: not run, still judged (a citation).
+    held: list[PropertyPin] = field(default_factory=list)
 
     def done(self, **facts: Any) -> CheckResult:
         return _finish(
@@ -231,6 +244,14 @@ class _Check:
         if sig.transport is not None:
             st.transport.append(sig.transport)
             return self.done(signer_transport=True)
+        # A property quarantined by a valid freeze citation is a citation: it does not run.
+        held = quarantined(
+            properties=pins.properties,
+            assertion_classes=classes,
+            citations=st.citations,
+            flakes=pins.flakes,
+            clock=self.clock,
+        )
         admission = decide(
             provenance_problems=(),
             signature_problem=sig.problem,
@@ -239,6 +260,7 @@ class _Check:
             changed_symbols=st.symbols,
             notes=sig.notes,
             unknown_covers=unknown,
+            quarantined=held,
         )
         admission.to_record().write(s.out / FILE_NAMES["admission"])
         st.decision = admission.decision
@@ -247,6 +269,7 @@ class _Check:
             return self.done()
         by_id = {p.id: p for p in pins.properties}
         suite = [by_id[pid] for pid in admission.suite]
+        self.held = [p for p in pins.properties if p.id in held]
         return self.run_and_score(pins, suite, classes, sig.envelope, sig.executor_keyring)
 
     def run_and_score(
@@ -260,12 +283,12 @@ class _Check:
         s, st = self.s, self.st
         root, fixture_root = self.ws.patched_dir, pins.config.fixture_root
 
-        def lane(name: str, addresses: tuple[str, ...]) -> LaneResult:
+        def lane(name: str, addresses: tuple[str, ...], props: list[PropertyPin]) -> LaneResult:
             return steps.execute(
                 s,
                 lane=name,
                 addresses=addresses,
-                suite=suite,
+                suite=props,
                 envelope=envelope,
                 digest=st.fixture_digest,
                 workspace=root,
@@ -275,23 +298,39 @@ class _Check:
             )
 
         # No local executor (``check --remote-only``): the remote lane is the only evidence.
-        local = lane("local", s.executors) if s.executors else LaneResult(lane="local")
-        remote = lane("remote", (s.remote_executor,)) if s.remote_executor else None
+        local = lane("local", s.executors, suite) if s.executors else LaneResult(lane="local")
         ids = [p.id for p in suite]
         stab = assess_all(ids, local.outcomes, s.runs)
-        rstab = assess_all(ids, remote.outcomes, s.runs) if remote is not None else {}
+        # The remote lane confirms a green local lane: it starts only after every local run
+        # passed, and only for pure_fn properties (the class whose result cannot depend on where
+        # it ran). Otherwise lanes.remote says why it did not run.
+        confirm = [p for p in suite if p.property_class == "pure_fn"]
+        not_run = remote_not_run(
+            local_ran=bool(s.executors),
+            local_green=not local.refusals and all(v.passed_both for v in stab.values()),
+            confirmable=bool(confirm),
+        )
+        remote = None
+        if s.remote_executor and not not_run:
+            remote = lane("remote", (s.remote_executor,), confirm)
+        rids = [p.id for p in confirm]
+        rstab = assess_all(rids, remote.outcomes, s.runs) if remote is not None else {}
         # Transport of attempts that were re-run is kept (``retried``); it left no run missing.
         st.transport.extend({**t.to_json(), "retried": True} for t in local.retried)
         st.transport.extend(t.to_json() for t in local.transport)
         st.lanes = {"local": local.summary({k: v.status for k, v in stab.items()}), "remote": {}}
         st.reasons.extend(local.refusals)
+        if s.remote_executor and remote is None:
+            st.lanes["remote"] = {"status": "not_run", "reason": not_run}
+            st.reasons.append(f"remote lane not run: {not_run}")
         if remote is not None:
             # An unreachable remote lane is an availability miss: recorded, never a verdict.
             st.transport.extend(
                 {**t.to_json(), "lane": "remote", "retried": True} for t in remote.retried
             )
             st.transport.extend({**t.to_json(), "lane": "remote"} for t in remote.transport)
-            st.lanes["remote"] = remote.summary({k: v.status for k, v in rstab.items()})
+            summary = remote.summary({k: v.status for k, v in rstab.items()})
+            st.lanes["remote"] = {"status": "ran", **summary}
             st.reasons.extend(f"remote lane: {r}" for r in remote.refusals)
         if not s.executors:
             return self.remote_only(suite, classes, rstab)
@@ -321,7 +360,7 @@ class _Check:
             return self.done(local_transport=True)
         report = score(
             changed_symbols=st.symbols,
-            suite=suite,
+            suite=[*suite, *self.held],
             assertion_classes=classes,
             local=stab,
             remote=rstab,
@@ -357,7 +396,7 @@ class _Check:
         st = self.st
         report = score(
             changed_symbols=st.symbols,
-            suite=suite,
+            suite=[*suite, *self.held],
             assertion_classes=classes,
             local={},
             remote=rstab,

@@ -10,7 +10,8 @@ Rows, in order::
 
 Admit means the suite may start, not merge. The suite is every pinned property except
 ``external_probe``; an ineligible or tautological property that covers no changed symbol is skipped
-and listed. This module is pure: no I/O, no clock.
+and listed, and so is a property quarantined by a valid freeze citation (it is a citation, never
+evidence: see :func:`client.verdict.flakes.quarantined`). This module is pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ def _suite(
     properties: Sequence[PropertyPin],
     assertion_classes: Mapping[str, str],
     symbols: Sequence[str],
+    quarantined: Mapping[str, str],
 ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]]:
     """(suite, skipped, problems of properties that cover changed symbols)."""
     suite: list[str] = []
@@ -104,6 +106,8 @@ def _suite(
             problems.append(f"{prop.id} covers {', '.join(hit)} but {' and '.join(weak)}")
         if prop.property_class == "external_probe":
             skipped.append((prop.id, "external_probe never runs in the gate"))
+        elif prop.id in quarantined:
+            skipped.append((prop.id, quarantined[prop.id]))
         elif weak and not hit:
             skipped.append((prop.id, f"covers no changed symbol and {' and '.join(weak)}"))
         else:
@@ -120,6 +124,7 @@ def decide(
     changed_symbols: Sequence[str],
     notes: Sequence[str] = (),
     unknown_covers: Sequence[str] = (),
+    quarantined: Mapping[str, str] | None = None,
 ) -> AdmissionDecision:
     """Apply the matrix.
 
@@ -127,9 +132,11 @@ def decide(
     assertion class is unknown counts as ``opaque`` (it runs; it never earns credit).
     ``unknown_covers`` (``property id: entry`` naming no symbol of the base tree) are listed in
     the record whatever the decision; such an entry covers nothing that exists, so it credits
-    nothing.
+    nothing. ``quarantined`` (property id -> why) are listed as skipped and do not run.
     """
-    suite, skipped, class_problems = _suite(properties, assertion_classes, changed_symbols)
+    suite, skipped, class_problems = _suite(
+        properties, assertion_classes, changed_symbols, quarantined or {}
+    )
 
     def made(decision: str, row: str, reasons: Sequence[str] = ()) -> AdmissionDecision:
         return AdmissionDecision(

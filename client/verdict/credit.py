@@ -6,7 +6,8 @@ symbol with credit 0 gets ``R1``, whatever stopped the run, and one line in ``un
 why (no property covers it; fixture equality only (R5); the property failed in both runs; ran past
 its bound; unstable; the run was stopped before execution: <posture>; ...). Per property::
 
-    R3  a freeze citation is offered as its check
+    R3  a freeze citation is the only signal offered for a changed symbol (beside a real
+        predicate, passing or not, a citation is listed and judged "never evidence", no R3)
     R5  a fixture equality / snapshot comparison is offered as its check
     R6  its only passing results come from a remote lane (remote runs confirm, never credit)
 
@@ -29,6 +30,8 @@ from patchgate.ledgers import REJECTION_CODES
 from patchgate.pins import Flake, PropertyPin
 
 __all__ = [
+    "FREEZE_BESIDE",
+    "FREEZE_ONLY",
     "NO_PROPERTY",
     "CreditReport",
     "CreditRow",
@@ -38,6 +41,8 @@ __all__ = [
 ]
 
 NO_PROPERTY = "no property covers it"
+FREEZE_ONLY = "a freeze citation only (R3)"
+FREEZE_BESIDE = "a freeze citation, never evidence"
 _STATUS_REASONS = {
     "fail": "the property failed in both runs",
     "error": "the property failed in both runs",
@@ -86,7 +91,7 @@ def _judge(
     if klass == "fixture_eq":
         return 0, "fixture equality only (R5)", "R5"
     if klass == "freeze_ref":
-        return 0, "a freeze citation only (R3)", "R3"
+        return 0, FREEZE_ONLY, "R3"
     if klass != "property":
         return 0, f"not a real predicate ({klass})", None
     if not prop.eligible:
@@ -158,10 +163,14 @@ def score(
                 )
             )
         best, judged = 0, []
+        # R3 only when a freeze citation is the only signal on the symbol.
+        cited_only = all(assertion_classes.get(p.id) == "freeze_ref" for p in offered)
         for prop in offered:
             klass = assertion_classes.get(prop.id, "opaque")
             lstab = None if stopped else local.get(prop.id)
             credit, why, code = _judge(prop, klass, lstab, remote.get(prop.id), stopped)
+            if code == "R3" and not cited_only:
+                code, why = None, FREEZE_BESIDE
             if code:
                 codes.add(code)
             best = max(best, credit)

@@ -12,7 +12,13 @@ A failing property is a flake observation only when all of these hold:
   excuse another run that failed for a different reason).
 
 A property that *cites* a valid flake and fails without matching it is a mismatched freeze (R4).
-An observation is never credit. Pure: no I/O.
+An observation is never credit.
+
+A pinned property whose test is quarantined by a skip/xfail citation (assertion class
+``freeze_ref``, e.g. ``@pytest.mark.skip(reason="FLK-1044: ...")``) whose every cited id is a
+valid, unexpired flake of the base ledger is :func:`quarantined`: it does not run (a skipped test
+would only report an error and block every patch), it is listed as a citation, and it never earns
+credit. A citation of an unknown or expired id is R4 and quarantines nothing. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from client.verdict.stability import Stability
 from patchgate.pins import Flake, PropertyPin
 from patchgate.results import RunOutcome, normalize_failure
 
-__all__ = ["FLAKE_OUTCOMES", "FlakeObservation", "FlakeReport", "observe_flakes"]
+__all__ = ["FLAKE_OUTCOMES", "FlakeObservation", "FlakeReport", "observe_flakes", "quarantined"]
 
 FLAKE_OUTCOMES = ("fail", "error")  # exceeded_bound is never a flake
 
@@ -119,3 +125,26 @@ def observe_flakes(
     return FlakeReport(
         observations=tuple(observations), problems=tuple(problems), refused=tuple(refused)
     )
+
+
+def quarantined(
+    *,
+    properties: Sequence[PropertyPin],
+    assertion_classes: Mapping[str, str],
+    citations: Mapping[str, Sequence[str]],
+    flakes: Sequence[Flake],
+    clock: dt.datetime,
+) -> dict[str, str]:
+    """Property id -> why it does not run: its test is a freeze citation (skip/xfail citing a flake
+    id) and every id it cites is a valid, unexpired flake of the base ledger."""
+    known = {f.id: f for f in flakes}
+    out: dict[str, str] = {}
+    for prop in properties:
+        ids = tuple(citations.get(prop.id, ()))
+        if assertion_classes.get(prop.id) != "freeze_ref" or not ids:
+            continue
+        valid = [known[i] for i in ids if i in known and known[i].valid_at(clock)]
+        if len(valid) == len(ids):
+            until = ", ".join(f"{f.id} until {f.expires_on.isoformat()}" for f in valid)
+            out[prop.id] = f"quarantined by a freeze citation ({until}): not run, never credit"
+    return out

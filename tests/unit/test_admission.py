@@ -132,3 +132,11 @@ def test_unknown_covers_are_listed_in_the_record_whatever_the_decision() -> None
         rec = _decide(unknown_covers=("p.total: billing.nope",), **extra).to_record().to_json()
         assert rec["unknown_covers"] == ["p.total: billing.nope"]
     assert _decide().to_record().to_json()["unknown_covers"] == []
+
+
+def test_a_quarantined_property_is_skipped_with_its_reason_and_does_not_run() -> None:
+    """Issue 17: a property quarantined by a valid freeze citation is listed, never run."""
+    d = _decide(quarantined={"p.total": "quarantined by a freeze citation (FLK-1 until x)"})
+    assert d.admitted
+    assert "p.total" not in d.suite
+    assert ("p.total", "quarantined by a freeze citation (FLK-1 until x)") in d.skipped

@@ -111,6 +111,56 @@ def test_r3_when_a_freeze_citation_is_the_only_evidence() -> None:
     assert r.codes == ("R1", "R3")
 
 
+def test_no_r3_when_a_freeze_citation_stands_beside_a_credited_predicate() -> None:
+    """Issue 17: R3 only when a freeze citation is the only signal on a changed symbol."""
+    r = _score(
+        suite=(PRORATE, TOTAL, prop("p.freeze", ("billing.prorate",))),
+        assertion_classes={
+            "p.prorate": "property",
+            "p.total": "property",
+            "p.freeze": "freeze_ref",
+        },
+        local=_passed("p.prorate", "p.total"),
+    )
+    assert r.credits == {"billing.prorate": 1, "billing.invoice_total": 1}
+    assert r.codes == ()
+
+
+def test_no_r3_beside_a_failing_predicate_but_the_citation_is_named() -> None:
+    local = {
+        **_passed("p.prorate"),
+        "p.total": assess(
+            "p.total", [run("p.total", 1, "fail", "x"), run("p.total", 2, "fail", "x")]
+        ),
+    }
+    r = _score(
+        suite=(PRORATE, TOTAL, prop("p.freeze", ("billing.invoice_total",))),
+        assertion_classes={
+            "p.prorate": "property",
+            "p.total": "property",
+            "p.freeze": "freeze_ref",
+        },
+        local=local,
+    )
+    assert r.codes == ("R1",)
+    assert r.uncredited["billing.invoice_total"] == (
+        "p.freeze: a freeze citation, never evidence; p.total: the property failed in both runs"
+    )
+
+
+def test_r3_when_two_freeze_citations_are_the_only_signals() -> None:
+    r = _score(
+        suite=(PRORATE, TOTAL, prop("p.freeze", ("billing.invoice_total",))),
+        assertion_classes={
+            "p.prorate": "property",
+            "p.total": "freeze_ref",
+            "p.freeze": "freeze_ref",
+        },
+    )
+    assert r.codes == ("R1", "R3")
+    assert r.uncredited["billing.invoice_total"] == "a freeze citation only (R3)"
+
+
 def test_r6_when_only_the_remote_lane_passed() -> None:
     r = _score(
         assertion_classes={"p.prorate": "property", "p.total": "property"},
@@ -153,7 +203,8 @@ def test_stopped_run_earns_nothing_and_gives_every_symbol_r1_with_the_posture() 
 
 def test_stopped_run_still_lists_the_static_r5_and_r3() -> None:
     r = _score(
-        suite=(PRORATE, TOTAL, prop("p.freeze", ("billing.prorate",))),
+        changed_symbols=(*SYMBOLS, "billing.checkout"),
+        suite=(PRORATE, TOTAL, prop("p.freeze", ("billing.checkout",))),
         assertion_classes={
             "p.prorate": "property",
             "p.total": "fixture_eq",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from client.verdict.flakes import observe_flakes
+from client.verdict.flakes import observe_flakes, quarantined
 from client.verdict.stability import Stability, assess
 from patchgate.pins import Flake, PropertyPin
 from patchgate.results import RunOutcome
@@ -122,3 +122,33 @@ def test_a_flake_not_listing_the_test_and_not_cited_is_not_relevant() -> None:
         "p.w": assess("p.w", [run("p.w", 1, "fail", "TimeoutError: worker"), run("p.w", 2, "pass")])
     }
     assert _observe(p, local).observations == ()
+
+
+# -- quarantine (issue 17): a skip citing a valid flake is a citation, not an error --------------
+
+
+def _held(klass: str = "freeze_ref", ids: tuple[str, ...] = ("FLK-1",), clock: dt.datetime = CLOCK):  # type: ignore[no-untyped-def]
+    return quarantined(
+        properties=(_prop(),),
+        assertion_classes={"p.w": klass},
+        citations={"p.w": ids} if ids else {},
+        flakes=(FLK,),
+        clock=clock,
+    )
+
+
+def test_a_skip_citing_a_valid_flake_quarantines_the_property() -> None:
+    held = _held()
+    assert list(held) == ["p.w"]
+    assert "FLK-1 until 2026-10-01" in held["p.w"]
+
+
+def test_an_expired_or_unknown_citation_quarantines_nothing() -> None:
+    assert _held(clock=dt.datetime(2026, 10, 1, tzinfo=dt.UTC)) == {}
+    assert _held(ids=("FLK-9",)) == {}
+    assert _held(ids=("FLK-1", "FLK-9")) == {}  # every cited id must be valid
+
+
+def test_a_real_predicate_that_mentions_a_flake_id_is_not_quarantined() -> None:
+    assert _held(klass="property") == {}
+    assert _held(ids=()) == {}

@@ -81,4 +81,5 @@ def test_unknown_freeze_with_a_moved_oracle_lists_every_static_code(
 ) -> None:
     r = _check(billing, tmp_path, "unknown_freeze.patch").receipt
     assert r.posture == "reject_pin_mutation"
-    assert r.rejection_codes == ["R1", "R3", "R4", "R7", "R8"]
+    # No R3: the xfail citation stands beside a real predicate on billing.prorate (issue 17).
+    assert r.rejection_codes == ["R1", "R4", "R7", "R8"]

@@ -66,3 +66,14 @@ def test_any_code_blocks_admission_at_full_coverage() -> None:
 
 def test_drift_beats_property_miss() -> None:
     assert _merge(codes=["R9"], property_misses=["p"]).exit_code == 3
+
+
+def test_the_remote_lane_confirms_only_a_green_local_lane_of_pure_fn_properties() -> None:
+    """Issue 17: remote runs start only after every local run passed, only for pure_fn."""
+    from client.gate.pipeline import remote_not_run  # noqa: PLC0415 - one test of the gate
+
+    assert remote_not_run(local_ran=True, local_green=True, confirmable=True) == ""
+    assert "did not pass" in remote_not_run(local_ran=True, local_green=False, confirmable=True)
+    assert "pure_fn" in remote_not_run(local_ran=True, local_green=True, confirmable=False)
+    # --remote-only: no local lane, the remote lane is the (never admitted) confirmation run
+    assert remote_not_run(local_ran=False, local_green=False, confirmable=True) == ""
