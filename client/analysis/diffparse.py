@@ -180,7 +180,7 @@ class _Parser:
                 nxt = self._at(1)
                 if nxt is None or not nxt.startswith("+++ "):
                     raise PatchParseError(f"'---' line without '+++' after {header!r}")
-                old_name, new_name = _header_name(line[4:]), _header_name(nxt[4:])
+                old_name, new_name = _git_name(line[4:]), _git_name(nxt[4:])
                 self._pos += 2
                 break
             else:
@@ -283,15 +283,23 @@ def _has_structural_meta(meta: dict[str, str]) -> bool:
 def _git_paths(
     header: str, meta: dict[str, str], old_name: str | None, new_name: str | None
 ) -> tuple[str | None, str | None, str]:
-    """Old path, new path and status of a git file patch from its header, metadata and ---/+++."""
+    """Old path, new path and status of a git file patch from its header, metadata and ---/+++.
+
+    As git, the ``---``/``+++`` names must agree with the rename or copy lines; otherwise they
+    win over the names of the ``diff --git`` line.
+    """
     if "rename from" in meta or "rename to" in meta:
         if "rename from" not in meta or "rename to" not in meta:
             raise PatchParseError(f"incomplete rename metadata in {header!r}")
-        return _unquote(meta["rename from"]), _unquote(meta["rename to"]), "renamed"
+        source, target = _unquote(meta["rename from"]), _unquote(meta["rename to"])
+        _agree(header, old_name, source, new_name, target)
+        return source, target, "renamed"
     if "copy from" in meta or "copy to" in meta:
-        if "copy to" not in meta:
+        if "copy from" not in meta or "copy to" not in meta:
             raise PatchParseError(f"incomplete copy metadata in {header!r}")
+        _agree(header, old_name, _unquote(meta["copy from"]), new_name, _unquote(meta["copy to"]))
         return None, _unquote(meta["copy to"]), "added"
+    # Otherwise the ---/+++ names win over the header, as in git (the header is the default).
     a_path, b_path = _git_header_paths(header)
     old = a_path if old_name is None else (None if old_name == _DEV_NULL else _strip(old_name))
     new = b_path if new_name is None else (None if new_name == _DEV_NULL else _strip(new_name))
@@ -304,6 +312,14 @@ def _git_paths(
     if old != new:
         raise PatchParseError(f"paths differ without rename metadata: {header!r}")
     return old, new, "modified"
+
+
+def _agree(header: str, old_name: str | None, old: str, new_name: str | None, new: str) -> None:
+    """``---``/``+++`` names (when present and not /dev/null) equal the rename/copy names, as git
+    checks ("inconsistent old/new filename")."""
+    for name, path in ((old_name, old), (new_name, new)):
+        if name is not None and name != _DEV_NULL and _strip(name) != path:
+            raise PatchParseError(f"---/+++ name {name!r} does not match {header!r}")
 
 
 def _git_header_paths(header: str) -> tuple[str, str]:
@@ -378,6 +394,18 @@ def _header_name(field: str) -> str:
     stamp = _TIMESTAMP.search(field)
     if stamp is not None:
         return field[: stamp.start()]
+    end = _NAME_END.search(field)
+    return field if end is None else field[: end.start()]
+
+
+def _git_name(field: str) -> str:
+    """A ``---``/``+++`` name of a git-style file patch: as :func:`_header_name` but without
+    timestamps (git reads these names up to the first tab, CR or other non-space whitespace)."""
+    if field.startswith(_DEV_NULL) and (len(field) == len(_DEV_NULL) or field[9].isspace()):
+        return _DEV_NULL
+    if field.startswith('"'):
+        name, _ = _split_quoted(field)
+        return name
     end = _NAME_END.search(field)
     return field if end is None else field[: end.start()]
 

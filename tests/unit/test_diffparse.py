@@ -256,3 +256,29 @@ def test_a_binary_patch_without_a_complete_block_is_refused(tail: bytes) -> None
     data = b"diff --git a/l.bin b/l.bin\nindex 0000000..1111111\nGIT binary patch\n" + tail
     with pytest.raises(PatchParseError):
         parse_unified_diff(data)
+
+
+def test_git_style_names_end_at_a_tab_and_never_lose_a_timestamp() -> None:
+    """In a git-style patch git reads ---/+++ names up to the first tab (no timestamp rule)."""
+    data = (
+        b"diff --git a/odd name.py b/odd name.py\nnew file mode 100644\n"
+        b"--- /dev/null\n+++ b/odd name.py\t\t2026-11-30 10:00:00 +0000\n@@ -0,0 +1 @@\n+a\n"
+    )
+    (patch,) = parse_unified_diff(data)
+    assert (patch.new_path, patch.status) == ("odd name.py", "added")
+
+
+def test_git_style_names_win_over_the_header_as_in_git() -> None:
+    """git applies ``--- a/y.py``/``+++ b/y.py`` under ``diff --git a/x.py b/x.py`` to y.py."""
+    (patch,) = parse_unified_diff(b"diff --git a/x.py b/x.py\n--- a/y.py\n+++ b/y.py\n" + HUNK)
+    assert (patch.old_path, patch.new_path) == ("y.py", "y.py")
+
+
+def test_git_style_names_must_agree_with_a_rename() -> None:
+    """git refuses 'inconsistent new filename' when ---/+++ contradict the rename lines."""
+    data = (
+        b"diff --git a/x.py b/z.py\nsimilarity index 90%\nrename from x.py\nrename to z.py\n"
+        b"--- a/x.py\n+++ b/y.py\n" + HUNK
+    )
+    with pytest.raises(PatchParseError, match="does not match"):
+        parse_unified_diff(data)
