@@ -3,8 +3,9 @@
 One point per changed symbol (DESIGN §6 step 9): some suite property covers it, is a real predicate
 (assertion class ``property``) of an eligible class, and passed in both *local* runs. Every changed
 symbol with credit 0 gets ``R1``, whatever stopped the run, and one line in ``uncredited`` saying
-why (no property covers it; fixture equality only (R5); the property failed in both runs; ran past
-its bound; unstable; the run was stopped before execution: <posture>; ...). Per property::
+why (no property covers it; fixture equality only (R5); no visible predicate (an ``opaque``
+test); the property failed in both runs; ran past its bound; unstable; the run was stopped before
+execution: <posture>; ...). Per property::
 
     R3  a freeze citation is the only signal offered for a changed symbol (beside a real
         predicate, passing or not, a citation is listed and judged "never evidence", no R3)
@@ -32,6 +33,7 @@ from patchgate.pins import Flake, PropertyPin
 __all__ = [
     "FREEZE_BESIDE",
     "FREEZE_ONLY",
+    "NO_PREDICATE",
     "NO_PROPERTY",
     "CreditReport",
     "CreditRow",
@@ -41,6 +43,7 @@ __all__ = [
 ]
 
 NO_PROPERTY = "no property covers it"
+NO_PREDICATE = "no visible predicate"
 FREEZE_ONLY = "a freeze citation only (R3)"
 FREEZE_BESIDE = "a freeze citation, never evidence"
 _STATUS_REASONS = {
@@ -92,6 +95,8 @@ def _judge(
         return 0, "fixture equality only (R5)", "R5"
     if klass == "freeze_ref":
         return 0, FREEZE_ONLY, "R3"
+    if klass == "opaque":  # mock assertions, a helper off the code, no assertion: runs, no credit
+        return 0, NO_PREDICATE, None
     if klass != "property":
         return 0, f"not a real predicate ({klass})", None
     if not prop.eligible:
