@@ -19,6 +19,7 @@ from pathlib import Path
 
 __all__ = ["Entry", "PathChange", "scan_tree", "tree_changes"]
 
+
 @dataclass(frozen=True)
 class Entry:
     """One non-directory path of a tree: ``kind`` is ``file``, ``link`` or ``other``."""
