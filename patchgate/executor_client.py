@@ -29,6 +29,7 @@ from patchgate.addr import parse_address
 from patchgate.digest import FileEntry, hash_files
 from patchgate.envelope import Envelope, parse_fixture_statement
 from patchgate.errors import EnvelopeError, RefusedError, TransportError
+from patchgate.evidence import SandboxLog
 from patchgate.keys import KeyEntry, Keyring, keyid_of, load_public_pem
 from patchgate.pins import PropertyPin
 from patchgate.report import verify_result
@@ -70,6 +71,7 @@ class ExecutionResult:
     sandbox: dict[str, Any]
     envelope: Envelope | None
     uploaded_bytes: int
+    logs: tuple[SandboxLog, ...] = ()  # what each sandbox printed: for people, never outcomes
 
 
 def workspace_files(workspace: Path, fixture_root: str) -> dict[str, Path]:
@@ -323,6 +325,7 @@ class ExecutorClient:
             sandbox=json_format.MessageToDict(report.sandbox, preserving_proto_field_name=True),
             envelope=envelope,
             uploaded_bytes=uploaded,
+            logs=tuple(SandboxLog.from_proto(log) for log in report.logs),
         )
 
     def _failed(

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from patchgate.envelope import Envelope
 from patchgate.errors import RefusedError, TransportError
+from patchgate.evidence import SandboxLog
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
 from patchgate.pins import PropertyPin
@@ -89,6 +90,7 @@ class LaneResult:
     refusals: list[str] = field(default_factory=list)
     executors: dict[str, dict[str, Any]] = field(default_factory=dict)
     results: list[dict[str, Any]] = field(default_factory=list)
+    logs: list[SandboxLog] = field(default_factory=list)  # for people: never read for outcomes
 
     def keyid_of(self, property_id: str) -> str:
         """The executor key id whose outcomes were kept for ``property_id`` ("" if none)."""
@@ -147,6 +149,7 @@ def _record(result: ExecutionResult, lane: LaneResult, expected_digest: str, pid
         return
     lane.outcomes.extend(result.outcomes)
     lane.transport.extend(result.transport)
+    lane.logs.extend(result.logs)
 
 
 def _failed(

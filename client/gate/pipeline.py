@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.gate import steps
+from client.gate.evidence import locate_properties, locate_symbols, write_run_logs
 from client.gate.execution import LaneResult
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
 from client.gate.secondpin import second_pin_step
@@ -30,6 +31,7 @@ from client.verdict.posture import Facts, Verdict, merge
 from client.verdict.receipt import build_receipt
 from client.verdict.stability import Stability, assess_all
 from patchgate.envelope import Envelope
+from patchgate.evidence import Evidence
 from patchgate.keys import Keyring
 from patchgate.ledgers import FILE_NAMES, Receipt
 from patchgate.pins import PinSet, PropertyPin
@@ -49,6 +51,8 @@ class CheckResult:
     verdict: Verdict
     rows: tuple[CreditRow, ...] = ()
     reasons: tuple[str, ...] = ()
+    #: for people, never the verdict: run outcomes and logs, where symbols and tests live
+    evidence: Evidence = field(default_factory=Evidence)
 
 
 @dataclass(kw_only=True)
@@ -80,6 +84,7 @@ class _State:
     properties: tuple[PropertyPin, ...] = ()
     classes: dict[str, str] = field(default_factory=dict)
     scored: bool = False
+    seen: Evidence = field(default_factory=Evidence)  # what the report shows (CheckResult)
 
     def take(self, report: CreditReport) -> None:
         """Keep a credit report: credits, coverage, why-not, evidence, table rows."""
@@ -133,7 +138,10 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         lanes=st.lanes,
     )
     receipt.write(s.out / FILE_NAMES["receipt"])
-    return CheckResult(receipt=receipt, verdict=verdict, rows=st.rows, reasons=tuple(st.reasons))
+    write_run_logs(s.out, st.seen.logs)
+    return CheckResult(
+        receipt=receipt, verdict=verdict, rows=st.rows, reasons=tuple(st.reasons), evidence=st.seen
+    )
 
 
 def run_check(s: CheckSettings, progress: Callable[[str], None] | None = None) -> CheckResult:
@@ -208,6 +216,10 @@ class _Check:
         for entry in unknown:
             self.say(f"warning: covers entry names no symbol of the base tree: {entry}")
         st.symbols, st.excluded = changed.symbols, changed.excluded_paths
+        st.seen = Evidence(
+            symbols=locate_symbols(ws, pins, st.symbols),
+            properties=locate_properties(ws.patched_dir, pins.properties),
+        )
         reports = steps.classify(ws.patched_dir, pins.properties)
         base_reports = steps.classify(ws.base_dir, pins.properties)
         st.predicate_hashes = {p: r.predicate_hash for p, r in reports.items() if r.predicate_hash}
@@ -300,6 +312,9 @@ class _Check:
         # No local executor (``check --remote-only``): the remote lane is the only evidence.
         local = lane("local", s.executors, suite) if s.executors else LaneResult(lane="local")
         ids = [p.id for p in suite]
+        st.seen = dataclasses.replace(
+            st.seen, outcomes=tuple(local.outcomes), logs=tuple(local.logs)
+        )
         stab = assess_all(ids, local.outcomes, s.runs)
         # The remote lane confirms a green local lane: it starts only after every local run
         # passed, and only for pure_fn properties (the class whose result cannot depend on where
