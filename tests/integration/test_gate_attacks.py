@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.attacks.repos import REPOS, Entry, build, entries
+from tests.attacks.repos import CORPUS, REPOS, Entry, build, entries
 from tests.conftest import make_key
 from tests.integration.fixtures_executor import start_executor
 from tests.integration.fixtures_gate import BillingRepo, Gate
@@ -101,3 +101,22 @@ def test_attack_corpus_entry(
     assert set(entry.get("symbols", [])) <= set(receipt["changed_symbols"]), where  # type: ignore[arg-type]
     changed = _changed_paths(repo, entry.patch, tmp_path)
     assert [p for p in changed if not _named(receipt, p)] == [], where
+
+
+def test_a_covers_entry_naming_nothing_is_listed_on_stderr_and_in_admission(
+    attack_gate: Gate, bases: dict[str, Path], tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(bases["textkit"], repo, symlinks=True)
+    props = repo / "pins" / "properties.json"
+    props.write_text(props.read_text().replace('"textkit"\n', '"textkit.nothing_here"\n', 1))
+    subprocess.run(
+        ["git", "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qam", "typo"],
+        cwd=repo, check=True,
+    )  # fmt: skip
+    run = attack_gate.check(
+        BillingRepo(repo), CORPUS / "patches" / "control_textkit_refactor.patch"
+    )
+    entry = "textkit.words_not_empty: textkit.nothing_here"
+    assert f"covers entry names no symbol of the base tree: {entry}" in run.stderr
+    assert run.file("admission.json")["unknown_covers"] == [entry]
