@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,6 +18,7 @@ from patchgate.atomicfile import atomic_write_json
 from patchgate.errors import LedgerError
 
 __all__ = [
+    "DUAL_PIN",
     "FILE_NAMES",
     "FIXTURE_STATUSES",
     "POSTURES",
@@ -58,9 +60,25 @@ FILE_NAMES = {
 }
 
 
+_STAMP_LOCK = threading.Lock()
+_last_stamp: list[dt.datetime] = []
+
+
 def now_utc() -> str:
-    """The current UTC time as RFC 3339 with a ``Z`` suffix, millisecond precision."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The current UTC time as RFC 3339 with a ``Z`` suffix, millisecond precision.
+
+    Strictly increasing within one process: a stamp that would equal (or, after a clock step,
+    precede) the last one is the last one plus a millisecond. So the records one check writes
+    never share a ``recorded_at`` -- two ledgers with the same stamp are copies, and ``dual-pin``
+    refuses them as such.
+    """
+    now = dt.datetime.now(dt.UTC)
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+    with _STAMP_LOCK:
+        if _last_stamp and now <= _last_stamp[0]:
+            now = _last_stamp[0] + dt.timedelta(milliseconds=1)
+        _last_stamp[:] = [now]
+    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(kw_only=True)
@@ -211,6 +229,7 @@ RECEIPT_V1 = "patchgate/receipt/v1"
 RECEIPT_V2 = "patchgate/receipt/v2"
 RECEIPT_SCHEMAS = (RECEIPT_V1, RECEIPT_V2)
 FIXTURE_STATUSES = ("match", "mismatch", "not_applicable")
+DUAL_PIN = ("not_run", "agree", "drift", "refused")
 
 
 @dataclass(kw_only=True)
@@ -218,8 +237,9 @@ class Receipt(Record):
     """``receipt.json`` (``recorded_at`` is kept apart from ``review_clock``).
 
     Schema v2 adds ``uncredited`` (symbol -> why it earned nothing), ``evidence`` (symbol ->
-    property -> what is known of its runs) and ``flake_observations``; a v1 receipt reads with
-    those empty. An unknown schema is a LedgerError.
+    property -> what is known of its runs), ``flake_observations``, ``dual_pin`` and
+    ``override``; a v1 receipt reads with those empty (``dual_pin`` ``not_run``). An unknown
+    schema is a LedgerError.
     """
 
     schema: str = RECEIPT_V2
@@ -241,6 +261,10 @@ class Receipt(Record):
     rejection_codes: list[str] = field(default_factory=list)
     transport: list[dict[str, Any]] = field(default_factory=list)
     lanes: dict[str, Any] = field(default_factory=lambda: {"local": {}, "remote": {}})
+    #: ``not_run`` (one pin), ``agree``, ``drift`` or ``refused`` (the second pin was a copy).
+    dual_pin: str = "not_run"
+    #: ``{by, reason, recorded_at}`` of a person's override: documents, never changes, the verdict.
+    override: dict[str, str] = field(default_factory=dict)
     admit: bool = False
 
     @classmethod
@@ -249,7 +273,7 @@ class Receipt(Record):
         receipt = super().from_json(obj)
         if receipt.schema not in RECEIPT_SCHEMAS:
             raise LedgerError(f"Receipt: schema {receipt.schema!r} is not one of {RECEIPT_SCHEMAS}")
-        v2_only = ("uncredited", "evidence", "flake_observations")
+        v2_only = ("uncredited", "evidence", "flake_observations", "dual_pin", "override")
         if receipt.schema == RECEIPT_V1 and isinstance(obj, dict) and set(v2_only) & set(obj):
             raise LedgerError(f"Receipt: a {RECEIPT_V1} receipt has no {', '.join(v2_only)}")
         return receipt

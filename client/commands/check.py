@@ -99,6 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="FILE",
         help="a second fixture pin: run again on it and write drift.json",
     )
+    _add_statement_flags(p)
     p.add_argument("--clock", metavar="ISO8601", help="review clock (default: now, UTC)")
     p.add_argument("--out", type=Path, metavar="DIR", help="ledger directory (default ledgers/)")
     p.add_argument("--json", action="store_true", help="print receipt.json instead of the table")
@@ -125,6 +126,65 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                 help=f"mTLS {part} for the {who} connection",
             )
     p.set_defaults(func=run)
+
+
+def _add_statement_flags(p: argparse.ArgumentParser) -> None:
+    """The second pin's bytes, provenance the operator states, and a person's override."""
+    p.add_argument(
+        "--second-pin-tree",
+        type=Path,
+        metavar="DIR",
+        help="the second pin's own fixture tree (stands in for the fixture root; needs "
+        "--second-pin)",
+    )
+    p.add_argument(
+        "--second-pin-rev",
+        metavar="REV",
+        help="take the second pin's fixture tree (and, without --second-pin, its pin file) "
+        "from this revision of --repo",
+    )
+    p.add_argument(
+        "--model",
+        metavar="TEXT",
+        help="the model that drafted the patch (provenance; blank unless given, never read "
+        "from the patch)",
+    )
+    p.add_argument(
+        "--interface",
+        metavar="TEXT",
+        help="the lane or tool that returned the patch (provenance)",
+    )
+    p.add_argument(
+        "--override-by",
+        metavar="ID",
+        help="who overrides the verdict: recorded in the receipt, never applied (needs "
+        "--override-reason)",
+    )
+    p.add_argument("--override-reason", metavar="TEXT", help="why (needs --override-by)")
+
+
+def _statements(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings of :func:`_add_statement_flags`, each pair checked (usage errors, 64)."""
+    by, reason = args.override_by, args.override_reason
+    if (by is None) != (reason is None):
+        raise UsageError("--override-by and --override-reason go together")
+    for flag, value in (("--override-by", by), ("--override-reason", reason)):
+        if value is not None and (
+            not value.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value)
+        ):
+            raise UsageError(f"{flag}: one line of text, not empty")
+    if args.second_pin_tree is not None and args.second_pin_rev is not None:
+        raise UsageError("--second-pin-tree and --second-pin-rev name the same thing; give one")
+    if args.second_pin_tree is not None and args.second_pin is None:
+        raise UsageError("--second-pin-tree needs --second-pin (the pin of those bytes)")
+    return {
+        "second_pin_tree": args.second_pin_tree,
+        "second_pin_rev": args.second_pin_rev,
+        "model": args.model or "",
+        "interface": args.interface or "",
+        "override_by": by.strip() if by is not None else None,
+        "override_reason": reason.strip() if reason is not None else None,
+    }
 
 
 def load_defaults(path: Path = Path(CONFIG_FILE)) -> dict[str, Any]:
@@ -231,6 +291,7 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
         operator_keyring=_path(args.operator_keyring, conf, "operator_keyring"),
         executor_keyring=_path(args.executor_keyring, conf, "executor_keyring"),
         executor_concurrency=concurrency,
+        **_statements(args),
     )
 
 

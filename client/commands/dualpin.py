@@ -1,8 +1,11 @@
 """``patchgate dual-pin``: compare two property ledgers (two pins) and record drift (R9).
 
 Drift is any property whose status differs between the two ``status_by_id`` maps, a property
-present in one map only included. ``recorded_at`` and the fixture digests are reported, never
-compared: each pin has its own digest, and each ledger its own write time.
+present in one map only included. The fixture digests and ``recorded_at`` are not compared for
+drift (each pin has its own digest, each ledger its own write time), but they tell a copy: two
+ledgers with the same fixture digest, the same pin id or the same ``recorded_at`` are one pin's
+ledger twice (no two ledgers of one check share a stamp), and are refused (exit 1, nothing
+written).
 """
 
 from __future__ import annotations
@@ -12,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from client.commands._util import print_json, resolve_out
-from client.errors import EXIT_DRIFT
+from client.errors import EXIT_DRIFT, EXIT_ERROR, CommandRefused
 from patchgate.ledgers import FILE_NAMES, DriftRecord, PropertyLedger, read_record
 
-__all__ = ["compare", "register", "run"]
+__all__ = ["compare", "copied", "register", "run"]
 
 _DESCRIPTION = """\
 Compare the status_by_id maps of two property ledgers produced on two pins. Writes drift.json
 atomically in both cases. Exit 0 when every property has the same status on both pins, exit 3 with
-"drift": true and the differing property ids when they do not. Ledgers that differ only in
-recorded_at (or in their fixture digests) agree.
+"drift": true and the differing property ids when they do not. Two ledgers of one pin -- the same
+fixture digest, the same pin id, or the same recorded_at -- are a copy: refused, exit 1, no file.
 """
 
 
@@ -55,6 +58,17 @@ def _side(path: Path, ledger: PropertyLedger) -> dict[str, Any]:
     }
 
 
+def copied(left: PropertyLedger, right: PropertyLedger) -> str:
+    """Why the two ledgers are one pin's ledger twice ("" when they are two pins)."""
+    if left.fixture_digest == right.fixture_digest:
+        return f"the same fixture digest {left.fixture_digest[:16]}"
+    if left.pin_id == right.pin_id:
+        return f"the same pin id {left.pin_id}"
+    if left.recorded_at and left.recorded_at == right.recorded_at:
+        return f"the same recorded_at {left.recorded_at}"
+    return ""
+
+
 def compare(left: PropertyLedger, right: PropertyLedger) -> list[str]:
     """Property ids whose status differs (or that only one ledger has), sorted."""
     ids = set(left.status_by_id) | set(right.status_by_id)
@@ -70,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
     )
     left = read_record(PropertyLedger, args.left)
     right = read_record(PropertyLedger, args.right)
+    if why := copied(left, right):
+        raise CommandRefused(
+            f"refused: --right is a copy of --left ({why}); dual-pin compares two pins",
+            EXIT_ERROR,
+        )
     differing = compare(left, right)
     record = DriftRecord(
         left=_side(args.left, left),

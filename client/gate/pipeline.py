@@ -33,7 +33,7 @@ from client.verdict.stability import Stability, assess_all
 from patchgate.envelope import Envelope
 from patchgate.evidence import Evidence
 from patchgate.keys import Keyring
-from patchgate.ledgers import FILE_NAMES, Receipt
+from patchgate.ledgers import FILE_NAMES, Receipt, now_utc
 from patchgate.pins import PinSet, PropertyPin
 
 __all__ = ["CheckResult", "remote_not_run", "run_check"]
@@ -84,6 +84,7 @@ class _State:
     properties: tuple[PropertyPin, ...] = ()
     classes: dict[str, str] = field(default_factory=dict)
     scored: bool = False
+    dual_pin: str = "not_run"
     seen: Evidence = field(default_factory=Evidence)  # what the report shows (CheckResult)
 
     def take(self, report: CreditReport) -> None:
@@ -136,12 +137,22 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         rejection_codes=st.codes,
         transport=st.transport,
         lanes=st.lanes,
+        dual_pin=st.dual_pin,
+        override=_override(s),
     )
     receipt.write(s.out / FILE_NAMES["receipt"])
     write_run_logs(s.out, st.seen.logs)
     return CheckResult(
         receipt=receipt, verdict=verdict, rows=st.rows, reasons=tuple(st.reasons), evidence=st.seen
     )
+
+
+def _override(s: CheckSettings) -> dict[str, str]:
+    """A person's override as the receipt records it: by whom, why, when. It documents a
+    decision beside the gate's and changes nothing the gate computed."""
+    if s.override_by is None or s.override_reason is None:
+        return {}
+    return {"by": s.override_by, "reason": s.override_reason, "recorded_at": now_utc()}
 
 
 def run_check(s: CheckSettings, progress: Callable[[str], None] | None = None) -> CheckResult:
@@ -152,7 +163,10 @@ def run_check(s: CheckSettings, progress: Callable[[str], None] | None = None) -
     st = _State(review_clock=format_clock(clock), patch_sha256=hashlib.sha256(patch).hexdigest())
     s.out.mkdir(parents=True, exist_ok=True)
     try:
-        prov, problem = build_provenance(patch, s.draft_id, s.drafter, clock), None
+        prov = build_provenance(
+            patch, s.draft_id, s.drafter, clock, model=s.model, interface=s.interface
+        )
+        problem = None
     except ProvenanceError as exc:
         prov, problem = None, str(exc)
     try:
@@ -371,6 +385,7 @@ class _Check:
         second = second_pin_step(s, self.ws, pins, suite, stab, st.fixture_digest, self.say)
         st.transport.extend(second.transport)
         st.reasons.extend(second.reasons)
+        st.dual_pin = second.status
         if second.drift is None:
             return self.done(local_transport=True)
         report = score(

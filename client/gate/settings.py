@@ -28,6 +28,10 @@ class CheckSettings:
     executors: tuple[str, ...]
     remote_executor: str | None = None
     second_pin: Path | None = None
+    #: The second pin's own fixture tree (a directory standing in for the fixture root), or a
+    #: revision of ``repo`` whose fixture tree (and, without ``second_pin``, pin) it takes.
+    second_pin_tree: Path | None = None
+    second_pin_rev: str | None = None
     clock: dt.datetime | None = None
     out: Path = Path("ledgers")
     signer_tls: ClientTLS | None = None
@@ -37,3 +41,10 @@ class CheckSettings:
     executor_keyring: Path | None = None
     runs: int = 2
     executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1
+    #: Provenance the operator states: the model that drafted the patch (blank unless given;
+    #: never read from the patch) and the interface (lane or tool) that returned it.
+    model: str = ""
+    interface: str = ""
+    #: A person's override, recorded in the receipt and never applied (both or neither).
+    override_by: str | None = None
+    override_reason: str | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 from client.verdict.credit import CreditRow
 from patchgate.ledgers import (
+    DUAL_PIN,
     FIXTURE_STATUSES,
     POSTURES,
     RECEIPT_V2,
@@ -44,8 +45,13 @@ def build_receipt(
     rejection_codes: Sequence[str] = (),
     transport: Sequence[Mapping[str, Any]] = (),
     lanes: Mapping[str, Any] | None = None,
+    dual_pin: str = "not_run",
+    override: Mapping[str, str] | None = None,
 ) -> Receipt:
-    """A v2 Receipt; every changed symbol has a credit entry (0 unless earned)."""
+    """A v2 Receipt; every changed symbol has a credit entry (0 unless earned).
+
+    ``override`` records a person's decision beside the gate's; nothing here reads it.
+    """
     credit_map = {s: 0 for s in changed_symbols}
     credit_map.update(credits or {})
     lane_map: dict[str, Any] = {"local": {}, "remote": {}}
@@ -69,6 +75,8 @@ def build_receipt(
         rejection_codes=list(rejection_codes),
         transport=[dict(t) for t in transport],
         lanes=lane_map,
+        dual_pin=dual_pin,
+        override=dict(override or {}),
         admit=admit,
     )
 
@@ -115,8 +123,15 @@ def render_summary(
         lines.append(f"excluded   {', '.join(receipt.excluded_paths)}")
     for t in receipt.transport:
         lines.append(f"transport  {t.get('lane', '')} {t.get('kind', '')}: {t.get('detail', '')}")
+    lines.append(f"dual pin   {receipt.dual_pin}")
     lines.extend(f"why        {r}" for r in reasons)
     lines.append(f"admit      {'yes' if receipt.admit else 'no'}")
+    if receipt.override:
+        o = receipt.override
+        lines.append(
+            f"override   by {o.get('by', '')}: {o.get('reason', '')} (recorded, never applied: "
+            "the verdict above is the gate's)"
+        )
     if out_dir:
         lines.append(f"ledgers    {out_dir}")
     return "\n".join(lines) + "\n"
@@ -143,6 +158,14 @@ def _v2_problems(r: Receipt, zero: set[str]) -> list[str]:
             isinstance(x, list) and len(x) >= 2 and set(x) == {"pass"} for x in runs
         ):
             out.append(f"{symbol}: credited without a property that passed every run")
+    if r.dual_pin not in DUAL_PIN:
+        out.append(f"unknown dual_pin {r.dual_pin!r}")
+    elif (r.dual_pin == "drift") != ("R9" in r.rejection_codes):
+        out.append(f"dual_pin {r.dual_pin!r} disagrees with the codes about R9")
+    if r.override and not all(
+        isinstance(r.override.get(k), str) and r.override.get(k) for k in _OVERRIDE_KEYS
+    ):
+        out.append(f"override: needs {', '.join(_OVERRIDE_KEYS)}")
     for n, obs in enumerate(r.flake_observations):
         if not all(isinstance(obs.get(k), str) and obs.get(k) for k in _FLAKE_KEYS):
             out.append(f"flake_observations[{n}]: needs {', '.join(_FLAKE_KEYS)}")
@@ -150,6 +173,7 @@ def _v2_problems(r: Receipt, zero: set[str]) -> list[str]:
 
 
 _FLAKE_KEYS = ("flake_id", "test_id", "signature")
+_OVERRIDE_KEYS = ("by", "reason", "recorded_at")
 
 
 def receipt_problems(r: Receipt) -> list[str]:

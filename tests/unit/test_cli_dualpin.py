@@ -48,8 +48,8 @@ def test_agreement_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 def test_only_recorded_at_differs_is_not_drift(tmp_path: Path) -> None:
     """Identical maps that differ only in recorded_at: exit 0; inputs' times are not copied."""
-    a = _ledger(tmp_path / "a.json", {"x": "pass"}, recorded_at="2026-09-01T00:00:00.000Z")
-    b = _ledger(tmp_path / "b.json", {"x": "pass"}, recorded_at="2026-09-02T00:00:00.000Z")
+    a = _ledger(tmp_path / "a.json", {"x": "pass"}, pin="a", recorded_at="2026-09-01T00:00:00.000Z")
+    b = _ledger(tmp_path / "b.json", {"x": "pass"}, pin="b", recorded_at="2026-09-02T00:00:00.000Z")
     assert _run(tmp_path, a, b) == 0
     text = (tmp_path / "drift.json").read_text()
     assert "2026-09-01" not in text
@@ -69,8 +69,8 @@ def test_drift_exit_3(
     tmp_path: Path, left: dict[str, str], right: dict[str, str], differing: list[str]
 ) -> None:
     """A differing status, or a property on one side only: exit 3, drift true, ids listed."""
-    a = _ledger(tmp_path / "a.json", left)
-    b = _ledger(tmp_path / "b.json", right)
+    a = _ledger(tmp_path / "a.json", left, pin="a")
+    b = _ledger(tmp_path / "b.json", right, pin="b")
     assert _run(tmp_path, a, b, "--json") == 3
     rec = json.loads((tmp_path / "drift.json").read_text())
     assert rec["drift"] is True
@@ -93,3 +93,36 @@ def test_out_may_not_overwrite_an_input(tmp_path: Path) -> None:
     before = a.read_bytes()
     assert main(["dual-pin", "--left", str(a), "--right", str(b), "--out", str(a)]) == 64
     assert a.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("right_pin", "right_digest", "right_at", "why"),
+    [
+        ("b", "digest-of-a", "2026-09-02T00:00:00.000Z", "the same fixture digest"),
+        ("a", "digest-of-b", "2026-09-02T00:00:00.000Z", "the same pin id a"),
+        ("b", "digest-of-b", "2026-09-01T00:00:00.000Z", "the same recorded_at"),
+    ],
+    ids=["digest", "pin-id", "recorded-at"],
+)
+def test_a_copy_of_the_left_ledger_is_refused_and_writes_nothing(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    right_pin: str,
+    right_digest: str,
+    right_at: str,
+    why: str,
+) -> None:
+    """Issue 17: two ledgers of one pin compare nothing: refused with the reason, exit 1."""
+    a = _ledger(tmp_path / "a.json", {"x": "pass"}, pin="a", recorded_at="2026-09-01T00:00:00.000Z")
+    b = tmp_path / "b.json"
+    PropertyLedger(
+        pin_id=right_pin,
+        fixture_digest=right_digest,
+        status_by_id={"x": "fail"},
+        recorded_at=right_at,
+    ).write(b, stamp=False)
+    assert _run(tmp_path, a, b) == 1
+    err = capsys.readouterr().err
+    assert "copy of --left" in err
+    assert why in err
+    assert not (tmp_path / "drift.json").exists()

@@ -24,11 +24,13 @@ def test_provenance_fields() -> None:
     )
 
 
-def test_to_json_has_the_four_fields() -> None:
+def test_to_json_has_the_six_fields() -> None:
     prov = build_provenance(PATCH, "d", "human", CLOCK)
     assert prov.to_json() == {
         "draft_id": "d",
         "drafter": "human",
+        "model": "",
+        "interface": "",
         "received_at": "2026-10-01T12:30:05.123Z",
         "patch_sha256": hashlib.sha256(PATCH).hexdigest(),
     }
