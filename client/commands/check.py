@@ -1,10 +1,11 @@
 """``patchgate check``: the whole gate on one patch (DESIGN §6-§8).
 
-Flags win over ``[check]`` of a ``patchgate.toml`` in the current directory, which wins over the
-defaults. Exit codes: 0 admitted, 1 rejected (and nothing else), 2 refused to score (fixture
-digest), 3 fixture drift, 4 transport failure (nothing scored), 64 usage (an unknown ``--base``
-included), 78 configuration error (invalid pins or ``[tool.patchgate]`` in the base: every problem,
-one line each).
+Flags win over the settings of ``--lane`` (a lane ``patchgate up`` started), which win over
+``[check]`` of a ``patchgate.toml`` in the current directory, which wins over the settings of the
+default lane (``local``, when it is up), which win over the defaults. Exit codes: 0 admitted,
+1 rejected (and nothing else), 2 refused to score (fixture digest), 3 fixture drift, 4 transport
+failure (nothing scored), 64 usage (an unknown ``--base`` included), 78 configuration error
+(invalid pins or ``[tool.patchgate]`` in the base: every problem, one line each).
 """
 
 from __future__ import annotations
@@ -12,20 +13,29 @@ from __future__ import annotations
 import argparse
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from client.commands._util import parse_clock, print_json
+from client.commands._util import check_out_dir, parse_clock, print_json
 from client.errors import ConfigError
 from client.gate.pipeline import run_check
 from client.gate.settings import CheckSettings
 from client.gate.workspace import resolve_rev
+from client.lanes.state import MARKER, lane_settings_file
 from client.verdict.receipt import render_summary
 from patchgate.errors import PinError, PinErrors, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
 from patchgate.tls import ClientTLS
 
-__all__ = ["base_config", "load_defaults", "register", "run", "settings_from_args"]
+__all__ = [
+    "base_config",
+    "check_defaults",
+    "load_defaults",
+    "register",
+    "run",
+    "settings_from_args",
+]
 
 CONFIG_FILE = "patchgate.toml"
 _KNOWN = {
@@ -44,8 +54,9 @@ receipt.json is written for every verdict. A summary table goes to stdout (--jso
 progress to stderr.
 
 Defaults for --signer, --executor, --remote-executor, --operator-keyring, --executor-keyring, --out,
---executor-concurrency and the TLS files may be set in the [check] table of ./patchgate.toml; flags
-win. A property whose result is transport only is re-run once (see docs/lanes.md).
+--executor-concurrency and the TLS files come from the lane `patchgate up` started (the lane
+"local" when it is up, or --lane), or from a [check] table in ./patchgate.toml; flags win. A
+property whose result is transport only is re-run once (see docs/lanes.md).
 """
 
 _EPILOG = """\
@@ -103,6 +114,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--clock", metavar="ISO8601", help="review clock (default: now, UTC)")
     p.add_argument("--out", type=Path, metavar="DIR", help="ledger directory (default ledgers/)")
     p.add_argument("--json", action="store_true", help="print receipt.json instead of the table")
+    p.add_argument(
+        "--lane",
+        metavar="NAME|DIR",
+        help="take the daemon settings of the lane `patchgate up --lane NAME` (or "
+        "`--state DIR`) started (default: the lane 'local', when it is up)",
+    )
     p.add_argument(
         "--operator-keyring",
         type=Path,
@@ -187,14 +204,36 @@ def _statements(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def check_defaults(
+    lane: str | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ``[check]`` settings below the flags: the default lane's (when it is up) < a
+    ``./patchgate.toml`` ``[check]`` table < the lane named by ``--lane`` (which must be up)."""
+    named = lane_settings_file(lane, environ)
+    if lane is None:
+        return {**load_defaults(named), **load_defaults()}
+    if not named.is_file():
+        raise UsageError(f"--lane {lane}: no lane settings at {named}; is the lane up?")
+    return {**load_defaults(), **load_defaults(named)}
+
+
 def load_defaults(path: Path = Path(CONFIG_FILE)) -> dict[str, Any]:
-    """The ``[check]`` table of ``patchgate.toml`` (empty if the file is absent)."""
+    """The ``[check]`` table of one settings file (empty if the file is absent).
+
+    A ``./patchgate.toml`` written by an older ``patchgate up`` is refused: that is the name of the
+    project's own configuration, and a committed copy breaks the gate's reading of it.
+    """
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    if path.name == CONFIG_FILE and raw.startswith(MARKER.encode()):
+        raise UsageError(
+            f"{path} was written by an older `patchgate up`; delete it: `patchgate up` now keeps "
+            f"the lane's settings in {lane_settings_file(None)}, which `check` reads by itself"
+        )
     try:
         table = tomllib.loads(raw.decode("utf-8")).get("check", {})
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -270,9 +309,13 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
     # exactly the commit whose pins were validated here.
     base = resolve_rev(repo, args.base)
     config = base_config(repo, base).config
-    pins_dir = (repo / config.pins_dir).resolve()
-    if out.resolve() == pins_dir or out.resolve().is_relative_to(pins_dir):
-        raise UsageError(f"--out {out}: inside the pins directory; patchgate never writes there")
+    check_out_dir(
+        out,
+        [
+            (repo / config.pins_dir, "the pins directory"),
+            (repo / config.fixture_root, "the fixture tree"),
+        ],
+    )
     return CheckSettings(
         repo=repo,
         base=base,
@@ -297,7 +340,7 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
 
 def run(args: argparse.Namespace) -> int:
     """Run the gate; print the summary (or the receipt); return the verdict's exit code."""
-    settings = settings_from_args(args, load_defaults())
+    settings = settings_from_args(args, check_defaults(args.lane))
     result = run_check(settings)
     if args.json:
         print_json(result.receipt.to_json())

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from client.analysis.assertions import classify_property
-from client.commands.check import load_defaults
+from client.commands.check import check_defaults
 from client.gate.steps import measure
 from client.gate.workspace import base_pins, tree_at
 from client.verdict.receipt import receipt_problems
@@ -124,7 +124,7 @@ def _envelope(receipt: Receipt, path: Path, keyring: Keyring | None) -> list[str
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the receipt still holds, 1 when stale (each moved item on stdout)."""
     try:
-        keyring, source = _keyring(args, load_defaults())
+        keyring, source = _keyring(args, check_defaults())
     except PatchgateError as exc:
         keyring, source = None, f"no operator keyring: {exc}"
     stale = verify(args.receipt, args.repo, args.rev, keyring)

@@ -1,7 +1,8 @@
 """The laptop lane: ``patchgate up`` starts the signer and the executor as two processes on unix
 sockets under a state directory; ``patchgate down`` stops them by pid.
 
-Layout of the state directory (default ``.patchgate/``)::
+Layout of the state directory (default ``$XDG_STATE_HOME/patchgate/<lane>``, see
+:mod:`client.lanes.state`; refused inside a git work tree unless git ignores it)::
 
     operator.key          the operator private key (0600), created on first ``up``
     operator.key.pub      its public keyring: the only thing the executor is given
@@ -11,7 +12,7 @@ Layout of the state directory (default ``.patchgate/``)::
     audit.log             the signer's hash-chained audit log
     logs/*.log            daemon logs (JSON lines)
     lane.json             pids and addresses of what ``up`` started, and the executor's instance
-    patchgate.toml        the [check] snippet that lets ``patchgate check`` find the daemons
+    check.toml            the [check] table that lets ``patchgate check`` find the daemons
 
 The executor's ``--instance`` (the container label value its start-up sweep removes) is derived
 from the resolved state directory, so two lanes on one Docker engine never sweep each other's
@@ -28,11 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client.lanes.daemons import DaemonProc, LaneState, console_script, start_daemon, stop_pid
+from client.lanes.state import check_state_dir, settings_path, write_settings
 from patchgate.errors import PatchgateError
 
-__all__ = ["LaneSettings", "config_snippet", "lane_down", "lane_instance", "lane_up"]
-
-_MARKER = "# written by `patchgate up`"
+__all__ = ["LaneSettings", "check_table", "lane_down", "lane_instance", "lane_up"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +43,6 @@ class LaneSettings:
     image: str = "host"
     runtime: str = "runc"
     max_parallel: int | None = None
-    write_config: Path | None = None  # also write the [check] snippet here (not over a user's file)
 
 
 def lane_instance(state_dir: Path) -> str:
@@ -68,24 +67,27 @@ def _signerd() -> list[str]:
     return console_script("patchgate-signerd")
 
 
-def config_snippet(lane: LaneState) -> str:
-    """The ``[check]`` table that points ``patchgate check`` at this lane."""
-    return (
-        f"{_MARKER}; `patchgate down` does not remove it\n"
-        "[check]\n"
-        f'signer = "{lane.signer.address}"\n'
-        f'executor = ["{lane.executor.address}"]\n'
-        f'operator_keyring = "{lane.operator_keyring}"\n'
-    )
+def check_table(lane: LaneState) -> dict[str, object]:
+    """The ``[check]`` settings that point ``patchgate check`` at this lane."""
+    return {
+        "signer": lane.signer.address,
+        "executor": [lane.executor.address],
+        "operator_keyring": lane.operator_keyring,
+    }
 
 
 def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
-    """Start both daemons (refusing if this state dir already runs some) and persist the state."""
+    """Start both daemons (refusing if this state dir already runs some) and persist the state.
+
+    Refused before anything is written when the state directory is in a git work tree and not
+    git-ignored.
+    """
     state = settings.state_dir.resolve()
+    check_state_dir(state)
     existing = LaneState.load(state)
     if existing is not None and any(_alive(d.pid) for d in (existing.signer, existing.executor)):
         raise PatchgateError(f"a lane is already up in {state}; run `patchgate down` first")
-    state.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True, mode=0o750)
     os.chmod(state, 0o750)  # noqa: S103 - group access is the patchgate-clients model
     key = _keygen(state)
     keyring = Path(f"{key}.pub")
@@ -142,19 +144,8 @@ def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
         instance=instance,
     )
     lane.save()
-    snippet = config_snippet(lane)
-    (state / "patchgate.toml").write_text(snippet, encoding="utf-8")
-    if settings.write_config is not None:
-        _write_config(settings.write_config, snippet, say)
+    write_settings(state, check_table(lane))
     return lane
-
-
-def _write_config(path: Path, snippet: str, say: Callable[[str], None]) -> None:
-    if path.exists() and not path.read_text(encoding="utf-8").startswith(_MARKER):
-        say(f"not writing {path}: it exists and was not written by `patchgate up`")
-        return
-    path.write_text(snippet, encoding="utf-8")
-    say(f"wrote {path}: `patchgate check` run from here finds the daemons without flags")
 
 
 def lane_down(state_dir: Path, say: Callable[[str], None]) -> bool:
@@ -171,6 +162,7 @@ def lane_down(state_dir: Path, say: Callable[[str], None]) -> bool:
             stopped = True
         _remove_socket(d)
     (state / "lane.json").unlink(missing_ok=True)
+    settings_path(state).unlink(missing_ok=True)  # else `check` would dial dead sockets
     return stopped
 
 
