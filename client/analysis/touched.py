@@ -67,15 +67,15 @@ def judge(changes: Sequence[PathChange], layout: Layout, base: Reader, patched: 
     """Roles and changed symbols of ``changes``; ``base``/``patched`` read a regular file's bytes
     (None: absent, a symlink or not a regular file)."""
     roles: dict[str, tuple[str, ...]] = {}
-    symbols: set[Symbol] = set()
+    symbols: dict[str, Symbol] = {}
     files: dict[str, str] = {}
     for change in changes:
         path = change.path
         role = layout.role(path)
         if role == "pyproject":
             regular = change.is_regular_pair
-            found = pyproject_roles(base(path), patched(path)) if regular else {"harness"}
-            roles[path] = tuple(sorted(found)) or ("data",)  # only inert tables or comments
+            kinds = pyproject_roles(base(path), patched(path)) if regular else {"harness"}
+            roles[path] = tuple(sorted(kinds)) or ("data",)  # only inert tables or comments
             continue
         if role == "data" and not change.is_regular_pair:
             role = "harness"  # a symlink may make Python or pytest load what it points to
@@ -85,10 +85,22 @@ def judge(changes: Sequence[PathChange], layout: Layout, base: Reader, patched: 
         module = layout.module(path)
         files[path] = module
         if change.is_regular_pair:
-            symbols |= compare_module(module, base(path), patched(path))
+            found = compare_module(module, base(path), patched(path))
         else:  # a symlink or special file as a module: unreviewable, everything in it changed
-            symbols |= _everything(module, base(path)) | _everything(module, patched(path))
-    return Touched(roles=roles, symbols=tuple(sorted(symbols)), files=files)
+            found = _everything(module, base(path)) | _everything(module, patched(path))
+        for symbol in found:
+            _add(symbols, symbol)
+    return Touched(roles=roles, symbols=tuple(sorted(symbols.values())), files=files)
+
+
+def _add(symbols: dict[str, Symbol], symbol: Symbol) -> None:
+    """Keep ``symbol``; one name from two modules (``pkg.sub.f``: function ``f`` of
+    ``pkg/sub.py`` and method ``f`` of class ``sub`` in ``pkg/__init__.py``) becomes one symbol
+    of no module, which no ``covers`` entry covers: a change cannot hide behind its namesake."""
+    known = symbols.get(str(symbol))
+    if known is not None and known.module != symbol.module:
+        symbol = Symbol(str(symbol), "")
+    symbols[str(symbol)] = symbol
 
 
 def _everything(module: str, source: bytes | None) -> set[Symbol]:

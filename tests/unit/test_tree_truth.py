@@ -305,3 +305,32 @@ def test_for_any_patch_git_accepts_every_changed_path_is_named(
     parsed = _parsed_paths(patch)
     if parsed is not None:  # the parser may refuse what git accepts (fail closed), never differ
         assert parsed == touched.touched_paths
+
+
+def test_one_name_from_two_modules_is_covered_by_nothing(tmp_path: Path) -> None:
+    """A regression of ``pkg.sub.f`` (pkg/sub.py) cannot hide behind a new method ``f`` of a
+    class ``sub`` in pkg/__init__.py that a ``covers: ["pkg"]`` property would credit."""
+    from patchgate.symbols import covers  # noqa: PLC0415
+
+    repo = tmp_path / "r"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg/__init__.py").write_text("X = 1\n")
+    (repo / "pkg/sub.py").write_text("def f():\n    return 1\n")
+    (repo / "pins").mkdir()
+    (repo / "pins/fixtures.json").write_text(
+        '{"pin_id": "p", "algorithm": "sha256", "files": {}, "seed": 1, "clock_bound_ms": 1000,'
+        ' "allowed_commands": [["python", "-m", "pytest"]]}'
+    )
+    (repo / "pins/properties.json").write_text('{"properties": []}')
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    (repo / "pkg/__init__.py").write_text(
+        "X = 1\n\n\nclass sub:\n    def f(self):\n        return 2\n"
+    )
+    (repo / "pkg/sub.py").write_text("def f():\n    return -1\n")
+    patch = subprocess.run(["git", "-C", str(repo), "diff"], check=True, capture_output=True).stdout
+    t = _judge_patch(repo, patch)  # the base is HEAD: the edited checkout does not matter
+    (ambiguous,) = [s for s in t.symbols if s == "pkg.sub.f"]
+    assert not any(covers(c, ambiguous) for c in ("pkg", "pkg.sub", "pkg.sub.f"))
+    assert "pkg.sub" in t.symbols  # the new class itself, of module pkg
