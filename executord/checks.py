@@ -14,7 +14,9 @@ from patchgate.digest import Manifest, validate_path
 from patchgate.errors import UnsafePathError
 from patchgate.pins import command_allowed
 
-__all__ = ["MAX_RUNS", "MAX_TARGETS", "check_request"]
+__all__ = ["ISOLATIONS", "MAX_RUNS", "MAX_TARGETS", "check_request"]
+
+ISOLATIONS = ("run", "property")
 
 MAX_RUNS = 5
 MAX_TARGETS = 256
@@ -32,6 +34,8 @@ def check_request(inp: ExecuteInput, manifest: Manifest) -> None:
         raise InvalidArgument("no property to run")
     if not 1 <= inp.runs <= MAX_RUNS:
         raise InvalidArgument(f"runs must be 1..{MAX_RUNS}")
+    if inp.isolation not in ISOLATIONS:
+        raise InvalidArgument(f"isolation must be one of {', '.join(ISOLATIONS)}")
     prefix = inp.fixture_root + "/"
     for path in manifest.files:
         if not path.startswith(prefix):

@@ -21,11 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from patchgate.batching import node_arguments
+
 __all__ = [
     "MAX_RECORDS",
     "MAX_RECORD_BYTES",
+    "MISSING",
+    "BatchVerdict",
     "ItemRecord",
     "RecordLog",
+    "batch_outcomes",
     "node_arguments",
     "property_outcome",
 ]
@@ -34,14 +39,10 @@ MAX_RECORD_BYTES = 128 << 10
 MAX_RECORDS = 10_000
 MAX_FAILURE_CHARS = 4096
 MAX_NODEID_CHARS = 4096
+MISSING = "missing from the test report: "
 _MAX_PROBLEMS = 4
-_ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip"})
+_ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip", "exceeded_bound"})
 _PYTEST_OK, _PYTEST_FAILED = 0, 1
-_VALUE_OPTIONS = frozenset({  # pytest options whose value is the next word
-    "-p", "-k", "-m", "-c", "-o", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
-    "--rootdir", "--confcutdir", "--basetemp", "--override-ini", "--tb", "--maxfail",
-    "--durations", "--import-mode", "--junitxml", "--junit-xml",
-})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -151,23 +152,6 @@ def _text(value: object, limit: int) -> str:
     return value[:limit]
 
 
-def node_arguments(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> list[str]:
-    """The words after the longest allowed prefix that are neither options nor an option's value:
-    the property's node ids."""
-    prefixes = [a for a in allowed if len(a) <= len(argv) and tuple(argv[: len(a)]) == tuple(a)]
-    start = max((len(a) for a in prefixes), default=len(argv))
-    out: list[str] = []
-    takes_value = False
-    for word in argv[start:]:
-        if takes_value:
-            takes_value = False
-        elif word.startswith("-"):
-            takes_value = word in _VALUE_OPTIONS
-        elif word:
-            out.append(word.removeprefix("./"))
-    return out
-
-
 def _covers(arg: str, nodeid: str) -> bool:
     """True when ``nodeid`` is ``arg``, a parametrization or member of it, or lies under it."""
     if nodeid == arg or nodeid.startswith((arg + "[", arg + "::")):
@@ -175,10 +159,40 @@ def _covers(arg: str, nodeid: str) -> bool:
     return "::" not in arg and nodeid.startswith(arg.rstrip("/") + "/")
 
 
+def _items_of(log: RecordLog, node_args: Sequence[str]) -> tuple[dict[str, ItemRecord], list[str]]:
+    items: dict[str, ItemRecord] = {}
+    missing: list[str] = []
+    for arg in node_args or [""]:
+        mine = {n: i for n, i in log.items.items() if arg == "" or _covers(arg, n)}
+        items.update(mine)
+        if not mine:
+            missing.append(arg or "(no node id)")
+    return items, missing
+
+
+def _wanted_exit(log: RecordLog) -> frozenset[int]:
+    """The exit statuses pytest gives the whole run's items: 1 when one failed or errored, else 0
+    (either, when an item past its bound swallowed the alarm and pytest saw it pass)."""
+    outcomes = {i.outcome for i in log.items.values()}
+    if outcomes & {"fail", "error"}:
+        return frozenset({_PYTEST_FAILED})
+    if "exceeded_bound" in outcomes:
+        return frozenset({_PYTEST_OK, _PYTEST_FAILED})
+    return frozenset({_PYTEST_OK})
+
+
 def property_outcome(
-    log: RecordLog, node_args: Sequence[str], exit_code: int | None, plugin: str
+    log: RecordLog,
+    node_args: Sequence[str],
+    exit_code: int | None,
+    plugin: str,
+    bound_text: str = "",
 ) -> tuple[str, str, tuple[str, ...]]:
-    """(outcome, failure text, executed targets) of one property in one run; see the module doc."""
+    """(outcome, failure text, executed targets) of one property in one run; see the module doc.
+
+    The run may hold other properties (a batch): the exit status is checked against every item
+    of the run, and an item past its bound makes the property ``exceeded_bound`` (``bound_text``).
+    """
     if log.problems:
         return "error", "report channel: " + "; ".join(log.problems), ()
     if not log.started:
@@ -189,17 +203,13 @@ def property_outcome(
         )
     if log.plugin != plugin:
         return "error", "the report came from another module than the executor's reporter", ()
-    items: dict[str, ItemRecord] = {}
-    missing: list[str] = []
-    for arg in node_args or [""]:
-        mine = {n: i for n, i in log.items.items() if arg == "" or _covers(arg, n)}
-        items.update(mine)
-        if not mine:
-            missing.append(arg or "(no node id)")
+    items, missing = _items_of(log, node_args)
     if missing:
         why = [f"{n}: {t}" for n, t in log.collect_errors]
-        return "error", "missing from the test report: " + ", ".join(missing + why), ()
+        return "error", MISSING + ", ".join(missing + why), ()
     executed = tuple(sorted({e for i in items.values() for e in i.executed}))
+    if any(i.outcome == "exceeded_bound" for i in items.values()):
+        return "exceeded_bound", bound_text, executed
     if log.exitstatus is None:
         return "error", "the test process ended without the reporter's final record", executed
     if exit_code != log.exitstatus:
@@ -212,10 +222,86 @@ def property_outcome(
     if bad:
         return "error", _texts(bad), executed
     failed = [i for i in items.values() if i.outcome == "fail"]
-    want = _PYTEST_FAILED if failed else _PYTEST_OK
-    if exit_code != want:
+    if exit_code not in _wanted_exit(log):
         return "error", _disagree(exit_code, "fail" if failed else "pass"), executed
     return ("fail", _texts(failed), executed) if failed else ("pass", "", executed)
+
+
+@dataclass(frozen=True)
+class BatchVerdict:
+    """One property of a batch: its outcome from the batch, or why it must run alone."""
+
+    outcome: tuple[str, str, tuple[str, ...]] | None
+    alone: str = ""  # the reason it is re-run alone ("" when ``outcome`` stands)
+    duration_ms: int = 0  # the property's items' durations in the batch
+
+
+def batch_outcomes(
+    log: RecordLog,
+    members: Sequence[tuple[str, Sequence[str]]],
+    exit_code: int | None,
+    plugin: str,
+    *,
+    ended: str = "",
+    bound_text: str = "",
+) -> dict[str, BatchVerdict]:
+    """The fallback decision for one batch run: each member property's outcome, or a reason to
+    re-run it alone.
+
+    ``ended`` is "" when the container exited by itself, else why it did not ("OOM-killed",
+    "past its deadline"). A batch that ended cleanly (its reporter started and finished, the exit
+    status agrees) gives every property it reported its outcome; a property missing from its
+    report (e.g. pytest stopped at another property's collection error) runs alone. A batch that
+    did not end cleanly — crashed, OOM-killed, past its deadline, no final record, an exit status
+    that disagrees, any report channel problem — keeps only the failures its properties reported
+    whole (fail, error, exceeded_bound: a crash cannot turn them into a pass); every property that
+    had not reported, or had reported a pass (a pass needs the clean end), runs alone.
+    """
+    out: dict[str, BatchVerdict] = {}
+    clean = (
+        not ended
+        and not log.problems
+        and log.started
+        and log.plugin == plugin
+        and log.exitstatus is not None
+        and exit_code == log.exitstatus
+    )
+    if log.problems:
+        why = "report channel problem in its batch: " + "; ".join(log.problems)
+    elif ended:
+        why = f"its batch was {ended}"
+    elif not log.started or log.plugin != plugin:
+        why = "its batch sent no report"
+    elif log.exitstatus is None:
+        why = "its batch ended without the reporter's final record"
+    else:
+        why = f"its batch's exit status {exit_code} disagreed with its report"
+    for pid, node_args in members:
+        items, missing = _items_of(log, node_args)
+        ms = sum(i.duration_ms for i in items.values())
+        if clean:
+            got = property_outcome(log, node_args, exit_code, plugin, bound_text)
+            if got[0] == "error" and got[1].startswith(MISSING):
+                out[pid] = BatchVerdict(None, "missing from its batch's report", ms)
+            else:
+                out[pid] = BatchVerdict(got, "", ms)
+            continue
+        if log.problems or missing or not log.started or log.plugin != plugin:
+            out[pid] = BatchVerdict(None, why, ms)
+            continue
+        executed = tuple(sorted({e for i in items.values() for e in i.executed}))
+        kinds = {i.outcome for i in items.values()}
+        if "exceeded_bound" in kinds:
+            out[pid] = BatchVerdict(("exceeded_bound", bound_text, executed), "", ms)
+        elif kinds & {"error", "skip"}:
+            bad = [i for i in items.values() if i.outcome in {"error", "skip"}]
+            out[pid] = BatchVerdict(("error", _texts(bad), executed), "", ms)
+        elif "fail" in kinds:
+            failed = [i for i in items.values() if i.outcome == "fail"]
+            out[pid] = BatchVerdict(("fail", _texts(failed), executed), "", ms)
+        else:
+            out[pid] = BatchVerdict(None, why, ms)
+    return out
 
 
 def _disagree(exit_code: int | None, reported: str) -> str:

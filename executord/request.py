@@ -48,3 +48,4 @@ class ExecuteInput:
     properties: tuple[PropertyRun, ...]
     runs: int = 2
     targets: tuple[CodeTarget, ...] = ()
+    isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run

@@ -1,4 +1,4 @@
-"""Execute: verify → materialize → run each property twice in fresh containers → signed report.
+"""Execute: verify → materialize → run the suite twice in fresh containers → signed report.
 
 Everything that can refuse (envelope, role, digest recomputed from the bytes to be mounted, allowed
 commands, workspace paths, missing blobs) happens in ``prepare``, before any container exists, and
@@ -11,12 +11,14 @@ status (``executord.records``); nothing the sandbox could write is read back by 
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 import secrets
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +36,11 @@ from executord.channel import (
 from executord.checks import check_request
 from executord.errors import FailedPrecondition, SandboxError
 from executord.output import TAIL_BYTES, OutputCapture, printable
-from executord.records import node_arguments, property_outcome
+from executord.records import BatchVerdict, batch_outcomes, node_arguments, property_outcome
 from executord.reporter import FILES, MODULE, REPORTER_DIR
 from executord.request import ExecuteInput, PropertyRun
 from executord.sandbox import ContainerRuntime, ContainerSpec, Mount, SandboxPolicy, run_container
+from patchgate.batching import Group, group_properties, run_order
 from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
 from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelope
 from patchgate.errors import EnvelopeError
@@ -56,6 +59,22 @@ RUN = "/patchgate/run"  # the run's report socket and targets, read-only
 PLUGIN_PATH = f"{REPORTER}/{MODULE}.py"
 LOG_BUDGET = 2 << 20  # bytes of stdout+stderr tails per report, shared by its runs
 _DRAIN_S = 2.0  # after the container ended: how long the report stream may take to close
+BATCH_NAME = "batch.json"  # a batched run's clock bound and node id order, beside the socket
+BATCH_MARGIN_S = 10.0  # a batch's deadline: the sum of its bounds plus max(one bound, this)
+
+
+@dataclass
+class _RunState:
+    """What the runs of one request gathered so far (under ``lock``)."""
+
+    tail: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    results: dict[tuple[str, int], RunOutcome | TransportRecord] = field(default_factory=dict)
+    alone: dict[tuple[str, int], str] = field(default_factory=dict)
+    logs: list[tuple[tuple[int, int, int], executor_pb2.RunLog]] = field(default_factory=list)
+    phase_ms: dict[str, int] = field(
+        default_factory=lambda: {"container_start_ms": 0, "run_ms": 0, "collect_ms": 0}
+    )
 
 
 @dataclass(frozen=True)
@@ -214,30 +233,44 @@ class Executor:
     def run(
         self, prepared: Prepared, emit: Callable[[Progress], None], cancel: threading.Event
     ) -> tuple[executor_pb2.ExecutionReport, Envelope]:
-        """Run every property ``runs`` times, each run in a fresh container; sign the report."""
+        """Run the suite ``runs`` times, each run in fresh sandboxes; sign the report.
+
+        Isolation ``property``: every run of every property is its own sandbox. Isolation ``run``
+        (default): the properties sharing a command prefix form a group, and each run of a group
+        is one sandbox (a group of one runs exactly as with ``property``); a property its batch
+        did not give an outcome is re-run alone (``alone`` in the report says which and why).
+        """
         started = now_utc()
         inp = prepared.inp
         emit(Progress("", 0, "verify", f"envelope by {prepared.statement.keyid[:16]}; digest ok"))
         emit(Progress("", 0, "materialize", f"{len(inp.workspace)} workspace files"))
-        jobs = [(i, p, r) for i, p in enumerate(inp.properties) for r in range(1, inp.runs + 1)]
-        tail = min(TAIL_BYTES, LOG_BUDGET // (2 * len(jobs) or 1))
-        captures = {(i, r): OutputCapture(tail) for i, _p, r in jobs}
-        results: dict[tuple[int, int], RunOutcome | TransportRecord] = {}
-        phase_ms = {"container_start_ms": 0, "run_ms": 0, "collect_ms": 0}
-        lock = threading.Lock()
+        state = _RunState(tail=min(TAIL_BYTES, LOG_BUDGET // (2 * len(inp.properties) * inp.runs)))
+        index = {p.id: i for i, p in enumerate(inp.properties)}
+        if inp.isolation == "property":
+            groups = [Group((), ((p.id, ()),)) for p in inp.properties]
+        else:
+            groups = group_properties(
+                [(p.id, p.command) for p in inp.properties],
+                prepared.statement.manifest.allowed_commands,
+            )
+        jobs = [(g, r) for g in groups for r in range(1, inp.runs + 1)]
+        batch_tail = min(TAIL_BYTES, LOG_BUDGET // (2 * len(jobs)))
 
-        def one(job: tuple[int, PropertyRun, int]) -> None:
-            i, prop, r = job
-            res, ms = self._guarded_run(prepared, i, prop, r, emit, cancel, captures[i, r])
-            with lock:
-                results[(i, r)] = res
-                for k, v in ms.items():
-                    phase_ms[k] += v
+        def one(job: tuple[Group, int]) -> None:
+            group, r = job
+            if len(group.members) == 1:
+                i = index[group.ids[0]]
+                self._alone(prepared, state, i, r, emit, cancel, "")
+                return
+            verdicts = self._guarded_batch(prepared, state, group, r, emit, cancel, batch_tail)
+            for pid, why in verdicts.items():
+                self._alone(prepared, state, index[pid], r, emit, cancel, why)
 
         with ThreadPoolExecutor(max_workers=min(len(jobs), self.max_parallel) or 1) as pool:
             list(pool.map(one, jobs))
-        outcomes = [v for _, v in sorted(results.items()) if isinstance(v, RunOutcome)]
-        transport = [v for _, v in sorted(results.items()) if isinstance(v, TransportRecord)]
+        results = sorted(state.results.items(), key=lambda kv: (index[kv[0][0]], kv[0][1]))
+        outcomes = [v for _, v in results if isinstance(v, RunOutcome)]
+        transport = [v for _, v in results if isinstance(v, TransportRecord)]
         report = executor_pb2.ExecutionReport(
             request_id=inp.request_id,
             executor_keyid=self._signer.keyid,
@@ -248,18 +281,186 @@ class Executor:
             timings=executor_pb2.PhaseTimings(
                 upload_ms=prepared.timings.get("upload_ms", 0),
                 materialize_ms=prepared.timings.get("materialize_ms", 0),
-                **phase_ms,
+                **state.phase_ms,
             ),
             sandbox=self.policy.to_proto(prepared.statement.manifest.clock_bound_ms),
             started_at=started,
             finished_at=now_utc(),
-            logs=[
-                _run_log(inp.properties[i].id, r, c)
-                for (i, r), c in sorted(captures.items())
-                if c.done.is_set()
+            logs=[log for _, log in sorted(state.logs, key=lambda kv: kv[0])],
+            isolation=inp.isolation,
+            alone=[
+                executor_pb2.AloneRun(property_id=pid, run_index=r, reason=why)
+                for (pid, r), why in sorted(
+                    state.alone.items(), key=lambda kv: (index[kv[0][0]], kv[0][1])
+                )
             ],
         )
         return report, sign_result(report, self._signer)
+
+    def _alone(  # noqa: PLR0917 - private, two call sites
+        self,
+        prepared: Prepared,
+        state: _RunState,
+        i: int,
+        r: int,
+        emit: Callable[[Progress], None],
+        cancel: threading.Event,
+        why: str,
+    ) -> None:
+        """One run of one property in a sandbox of its own (``why``: the batch's reason, if any)."""
+        prop = prepared.inp.properties[i]
+        capture = OutputCapture(state.tail)
+        if why:
+            emit(Progress(prop.id, r, "alone", why))
+        res, ms = self._guarded_run(prepared, i, prop, r, emit, cancel, capture)
+        with state.lock:
+            state.results[(prop.id, r)] = res
+            if why:
+                state.alone[(prop.id, r)] = why
+            for k, v in ms.items():
+                state.phase_ms[k] += v
+            if capture.done.is_set():
+                state.logs.append(((i, r, 0), _run_log([prop.id], r, capture)))
+
+    def _guarded_batch(  # noqa: PLR0917 - private, one call site
+        self,
+        prepared: Prepared,
+        state: _RunState,
+        group: Group,
+        r: int,
+        emit: Callable[[Progress], None],
+        cancel: threading.Event,
+        tail: int,
+    ) -> dict[str, str]:
+        """One run of a group in one sandbox; returns the properties to re-run alone, and why.
+
+        A transport failure of the batch itself (the engine, the image, the start) is a transport
+        record of each member, as it would be of each alone; nothing is re-run then."""
+        capture = OutputCapture(tail)
+        exc: SandboxError | None = None
+        verdicts: dict[str, BatchVerdict] = {}
+        ms: dict[str, int] = {}
+        while not self._slots.acquire(timeout=0.5):
+            if cancel.is_set():
+                exc = SandboxError("internal", "cancelled")
+                break
+        else:
+            try:
+                verdicts, ms = self._batch_run(prepared, group, r, emit, cancel, capture)
+            except SandboxError as err:
+                log.warning("batch transport failure", properties=len(group.ids), run=r)
+                exc = err
+            except Exception as err:
+                log.exception("batch failed unexpectedly", properties=len(group.ids), run=r)
+                exc = SandboxError("internal", type(err).__name__)
+            finally:
+                self._slots.release()
+        first = prepared.inp.properties.index(
+            next(p for p in prepared.inp.properties if p.id == group.ids[0])
+        )
+        with state.lock:
+            for k, n in ms.items():
+                state.phase_ms[k] += n
+            if capture.done.is_set():
+                state.logs.append(((first, r, 1), _run_log(group.ids, r, capture)))
+            if exc is not None:
+                for pid in group.ids:
+                    state.results[(pid, r)] = _transport(PropertyRun(pid, ()), r, exc)
+                return {}
+            for pid, v in verdicts.items():
+                if v.outcome is not None:
+                    status, failure, executed = v.outcome
+                    state.results[(pid, r)] = RunOutcome.make(
+                        pid, r, status, failure, v.duration_ms, executed=executed
+                    )
+        return {pid: v.alone for pid, v in verdicts.items() if v.outcome is None}
+
+    def _batch_run(  # noqa: PLR0917 - private, one call site
+        self,
+        prepared: Prepared,
+        group: Group,
+        r: int,
+        emit: Callable[[Progress], None],
+        cancel: threading.Event,
+        capture: OutputCapture,
+    ) -> tuple[dict[str, BatchVerdict], dict[str, int]]:
+        if self.observed_digest(prepared) != prepared.statement.digest:
+            raise SandboxError("internal", "fixture bytes changed before this run; not run")
+        inp, manifest = prepared.inp, prepared.statement.manifest
+        run_dir = prepared.req_dir / "runs" / f"batch-{_slug(group.ids[0])}-{r}"
+        run_dir.mkdir(parents=True, mode=0o755)
+        run_dir.chmod(0o755)
+        argv = group.argv(run_order(group.ids, manifest.seed, r))
+        nodes = list(argv[len(group.prefix) :])
+        (run_dir / BATCH_NAME).write_text(
+            json.dumps({"bound_ms": manifest.clock_bound_ms, "order": nodes}), encoding="utf-8"
+        )
+        (run_dir / BATCH_NAME).chmod(0o444)
+        targets = [(t.path, t.first_line, t.last_line, t.name) for t in inp.targets]
+        if targets:
+            write_targets(run_dir, targets)
+        nonce = secrets.token_hex(16)
+        env = self._env(manifest.seed, nonce, with_targets=bool(targets))
+        env["PATCHGATE_REPORT_BATCH"] = f"{RUN}/{BATCH_NAME}"
+        spec = ContainerSpec(
+            argv=with_reporter(argv),
+            mounts=(
+                *self.host_mounts,
+                Mount(str(prepared.workspace_dir), WORKSPACE),
+                Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{inp.fixture_root}"),
+                Mount(str(prepared.reporter_dir), REPORTER),
+                Mount(str(run_dir), RUN),
+            ),
+            env=env,
+            workdir=WORKSPACE,
+            labels={
+                **self.labels,
+                "patchgate.request": inp.request_id[:128],
+                "patchgate.property": f"batch:{group.ids[0]}"[:128],
+                "patchgate.properties": str(len(group.ids)),
+                "patchgate.run": str(r),
+            },
+            output=capture,
+        )
+        bound_s = manifest.clock_bound_ms / 1000
+        deadline_s = bound_s * len(group.ids) + max(bound_s, BATCH_MARGIN_S)
+        channel = self.channels(run_dir, nonce)
+        try:
+            emit(Progress("", r, "start", f"batch of {len(group.ids)}: {group.ids[0]}, ..."))
+            done = run_container(
+                self.runtime, spec, self.policy, clock_bound_s=deadline_s, cancel=cancel
+            )
+            emit(Progress("", r, "run", f"batch of {len(group.ids)}: exit {done.exit_code}"))
+            t0 = time.monotonic()
+            records = channel.finish(_DRAIN_S)
+        finally:
+            channel.close()
+        ended = ""
+        if done.oom_killed:
+            ended = f"OOM-killed at {self.policy.memory_bytes} bytes"
+        elif done.timed_out:
+            ended = f"past its deadline of {int(deadline_s * 1000)} ms"
+        by_id = {p.id: p for p in inp.properties}
+        verdicts = batch_outcomes(
+            records,
+            [
+                (pid, node_arguments(by_id[pid].command, manifest.allowed_commands))
+                for pid in group.ids
+            ],
+            done.exit_code,
+            PLUGIN_PATH,
+            ended=ended,
+            bound_text=f"clock bound {manifest.clock_bound_ms} ms exceeded",
+        )
+        collect = int((time.monotonic() - t0) * 1000)
+        for pid, v in verdicts.items():
+            if v.outcome is not None:
+                emit(Progress(pid, r, "done", v.outcome[0]))
+        return verdicts, {
+            "container_start_ms": done.start_ms,
+            "run_ms": done.run_ms,
+            "collect_ms": collect,
+        }
 
     def _guarded_run(  # noqa: PLR0917 - private, one call site
         self,
@@ -393,10 +594,15 @@ def with_reporter(argv: tuple[str, ...]) -> tuple[str, ...]:
     return (*argv[:cut], "-p", MODULE, *argv[cut:])
 
 
-def _run_log(property_id: str, run_index: int, capture: OutputCapture) -> executor_pb2.RunLog:
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:64]
+
+
+def _run_log(ids: Sequence[str], run_index: int, capture: OutputCapture) -> executor_pb2.RunLog:
     out, err, out_n, err_n = capture.tails()
     return executor_pb2.RunLog(
-        property_id=property_id,
+        property_id=ids[0],
+        property_ids=list(ids),
         run_index=run_index,
         stdout_tail=printable(out),
         stderr_tail=printable(err),

@@ -254,6 +254,7 @@ def _to_input(request: executor_pb2.ExecuteRequest) -> ExecuteInput:
             PropertyRun(id=p.id, command=tuple(p.command)) for p in request.properties
         ),
         runs=request.runs or 2,
+        isolation=request.isolation or "run",
         targets=tuple(
             CodeTarget(path=t.path, first_line=t.first_line, last_line=t.last_line, name=t.name)
             for t in request.targets

@@ -72,6 +72,7 @@ class ExecutionResult:
     envelope: Envelope | None
     uploaded_bytes: int
     logs: tuple[SandboxLog, ...] = ()  # what each sandbox printed: for people, never outcomes
+    alone: tuple[tuple[str, int, str], ...] = ()  # (property, run, why) re-run alone in a batch
 
 
 def workspace_files(workspace: Path, fixture_root: str) -> dict[str, Path]:
@@ -209,11 +210,13 @@ class ExecutorClient:
         on_progress: Callable[[str], None] | None = None,
         request_id: str | None = None,
         targets: Sequence[tuple[str, int, int, str]] = (),
+        isolation: str = "run",
     ) -> ExecutionResult:
         """Upload what is missing, run the suite, verify the signed result.
 
         ``targets`` are code ranges (workspace path, first line, last line, qualified name) whose
-        execution each run reports back in ``RunOutcome.executed``.
+        execution each run reports back in ``RunOutcome.executed``. ``isolation``: ``run`` (a
+        sandbox per group of properties sharing a command prefix, per run) or ``property``.
         """
         request_id = request_id or uuid.uuid4().hex
         pairs = [(p.id, r) for p in properties for r in range(1, runs + 1)]
@@ -240,6 +243,7 @@ class ExecutorClient:
                 executor_pb2.CodeTarget(path=p, first_line=f, last_line=la, name=n)
                 for p, f, la, n in targets
             ],
+            isolation=isolation,
         )
         t0 = time.monotonic()
         uploaded = 0
@@ -326,6 +330,7 @@ class ExecutorClient:
             envelope=envelope,
             uploaded_bytes=uploaded,
             logs=tuple(SandboxLog.from_proto(log) for log in report.logs),
+            alone=tuple((a.property_id, int(a.run_index), a.reason) for a in report.alone),
         )
 
     def _failed(

@@ -2,11 +2,12 @@
 
 Imported by the mounted ``sitecustomize`` before any other code of the process runs — before
 pytest, its plugins (an ``addopts = -p ...`` plugin of the workspace included), conftests and test
-modules. It takes the per-run nonce, the socket path and the targets path out of the environment,
-blanks the nonce in the process's initial environment block (what ``/proc/self/environ`` shows;
-best effort, through ``ctypes``), and connects: the executor reads only the first connection, so
-whoever connects later is flagged. A process without the nonce (a test's subprocess: the
-environment it inherits is already clean) connects to nothing. Stdlib only; never raises.
+modules. It takes the per-run nonce, the socket path, the targets path and the batch path out of
+the environment, blanks the nonce in the process's initial environment block (what
+``/proc/self/environ`` shows; best effort, through ``ctypes``), and connects: the executor reads
+only the first connection, so whoever connects later is flagged. A process without the nonce (a
+test's subprocess: the environment it inherits is already clean) connects to nothing. Stdlib
+only; never raises.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import socket
 import threading
 from typing import Any
 
-__all__ = ["CHANNEL", "TARGETS", "Channel"]
+__all__ = ["BATCH", "CHANNEL", "TARGETS", "Channel"]
 
 NONCE_ENV = "PATCHGATE_REPORT_NONCE"
 SOCKET_ENV = "PATCHGATE_REPORT_SOCKET"
 TARGETS_ENV = "PATCHGATE_REPORT_TARGETS"
+BATCH_ENV = "PATCHGATE_REPORT_BATCH"
 
 
 class Channel:
@@ -83,5 +85,6 @@ def _take_env(name: str) -> str:
 _nonce = _take_env(NONCE_ENV)
 _path = _take_env(SOCKET_ENV)
 TARGETS = _take_env(TARGETS_ENV)
+BATCH = _take_env(BATCH_ENV)
 CHANNEL = Channel(_path, _nonce) if _nonce and _path else Channel("", "")
 del _nonce, _path

@@ -14,6 +14,14 @@ back.
 With a list of target code ranges (``targets.json`` beside the socket), each test's call phase
 runs under a ``sys.setprofile`` hook that notes which targets had a Python-level call: a code
 object whose file is the target's file and whose first line lies in the target's line range.
+
+In a batched run (``batch.json`` beside the socket: the per-property clock bound and the order of
+the run's node ids) the plugin puts the collected items in that order (last of every
+``pytest_collection_modifyitems``), and arms a ``SIGALRM`` timer of the bound from each test's
+start to its end: past it the test is interrupted with ``ClockBoundExceeded`` (a
+``BaseException``, so ``except Exception`` does not swallow it), reported ``exceeded_bound``, and
+the next test goes on. A test that took longer than the bound is ``exceeded_bound`` whether or not
+the alarm got through; one that blocks the alarm for good is ended by the sandbox's deadline.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -43,6 +52,40 @@ _MARKER_LINE = (  # the same text as patchgate.pytest_plugin.MARKER_LINE (a test
 )
 _TAIL_LINES = 30
 _SKIPS = (pytest.skip.Exception, pytest.xfail.Exception)
+
+
+class ClockBoundExceeded(BaseException):
+    """Raised into a test by the per-test alarm of a batched run."""
+
+
+def _covers(arg: str, nodeid: str) -> bool:
+    """The executor's rule (``executord.records``): ``nodeid`` is ``arg`` or lies under it."""
+    if nodeid == arg or nodeid.startswith((arg + "[", arg + "::")):
+        return True
+    return "::" not in arg and nodeid.startswith(arg.rstrip("/") + "/")
+
+
+class _Batch:
+    """The batch settings: the clock bound per test and the order of the node ids."""
+
+    def __init__(self, path: str) -> None:
+        self.bound_s = 0.0
+        self.order: list[str] = []
+        if not path:
+            return
+        try:
+            with open(path, encoding="utf-8") as fh:
+                raw = json.load(fh)
+            self.bound_s = max(0.0, int(raw["bound_ms"]) / 1000)
+            self.order = [str(n) for n in raw["order"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+
+    def rank(self, nodeid: str) -> int:
+        for i, arg in enumerate(self.order):
+            if _covers(arg, nodeid):
+                return i
+        return len(self.order)
 
 
 class _Targets:
@@ -112,6 +155,31 @@ class _Reporter:
         self._executed: dict[str, set[str]] = {}
         self._raised: dict[str, str] = {}  # what the test function raised, as seen around it
         self._prefix = ""
+        self.batch = _Batch(getattr(_boot, "BATCH", ""))
+        self._running = ""  # the node id the alarm is armed for
+        self._fired: set[str] = set()
+
+    def _alarm(self, _signum: int, _frame: object) -> None:
+        if self._running:
+            self._fired.add(self._running)
+            raise ClockBoundExceeded(f"clock bound {int(self.batch.bound_s * 1000)} ms exceeded")
+
+    def _arm(self, nodeid: str) -> None:
+        if self.batch.bound_s > 0:
+            self._running = nodeid
+            signal.signal(signal.SIGALRM, self._alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.batch.bound_s)
+
+    def _disarm(self) -> None:
+        if self.batch.bound_s > 0:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            self._running = ""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """The executor's order for this run, whatever another plugin did before."""
+        if self.batch.order:
+            items.sort(key=lambda it: self.batch.rank(self._prefix + it.nodeid))
 
     def configure(self, config: pytest.Config) -> None:
         """Node ids go out relative to the working directory, as the property's argv names them."""
@@ -140,6 +208,7 @@ class _Reporter:
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._started[nodeid] = time.monotonic()
+        self._arm(nodeid)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -152,6 +221,7 @@ class _Reporter:
         self._phases.setdefault(report.nodeid, []).append(report)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self._disarm()
         reports = self._phases.pop(nodeid, [])
         outcome, failure = "pass", ""
         for r in reports:
@@ -166,11 +236,14 @@ class _Reporter:
         if raised is not None and outcome == "pass":  # a report rewritten after the call
             outcome, failure = "error", f"the test raised {raised} but its report says passed"
         began = self._started.pop(nodeid, time.monotonic())
+        took = time.monotonic() - began
+        if self.batch.bound_s > 0 and (nodeid in self._fired or took > self.batch.bound_s):
+            outcome, failure = "exceeded_bound", ""
         self.channel.send(
             "item",
             nodeid=self._prefix + nodeid,
             outcome=outcome,
-            duration_ms=int((time.monotonic() - began) * 1000),
+            duration_ms=int(took * 1000),
             failure=failure,
             executed=sorted(self._executed.pop(nodeid, ())),
         )

@@ -12,6 +12,7 @@ from executord.records import (
     MAX_RECORD_BYTES,
     MAX_RECORDS,
     RecordLog,
+    batch_outcomes,
     node_arguments,
     property_outcome,
 )
@@ -178,3 +179,85 @@ def test_missing_item_names_the_collection_error() -> None:
     assert outcome == "error"
     assert "missing from the test report" in text
     assert "ImportError: nope" in text
+
+
+# -- batches: several properties in one run, and the fallback decision --------------------------
+
+A, B = "properties/test_x.py::test_a", "properties/test_x.py::test_b"
+MEMBERS = [("pa", [A]), ("pb", [B])]
+BOUND = "clock bound 500 ms exceeded"
+
+
+def _batch(*items: bytes, status: int | None = 0) -> RecordLog:
+    lines = [_line(0, "start", plugin=PLUGIN, pid=1), *items]
+    if status is not None:
+        lines.append(_line(len(items) + 1, "finish", exitstatus=status))
+    return _log(*lines)
+
+
+def test_a_clean_batch_gives_each_property_its_own_outcome() -> None:
+    """One passes, one fails, exit 1 for the whole batch: pass and fail, nothing runs alone."""
+    log = _batch(_item(1, A), _item(2, B, "fail", failure="AssertionError: x"), status=1)
+    got = batch_outcomes(log, MEMBERS, 1, PLUGIN, bound_text=BOUND)
+    assert got["pa"].outcome == ("pass", "", ())
+    assert got["pa"].alone == ""
+    assert got["pb"].outcome == ("fail", f"{B}: AssertionError: x", ())
+
+
+def test_a_pass_beside_a_failure_in_the_batch_needs_exit_status_one() -> None:
+    """Exit 0 while an item failed: the exit status disagrees for every member (forged exit)."""
+    log = _batch(_item(1, A), _item(2, B, "fail"), status=0)
+    assert property_outcome(log, [A], 0, PLUGIN)[0] == "error"
+
+
+def test_a_property_past_its_bound_is_exceeded_and_the_others_stand() -> None:
+    """The reporter's exceeded_bound item: that property exceeded_bound, its neighbour passes."""
+    log = _batch(_item(1, A, "exceeded_bound"), _item(2, B), status=1)
+    got = batch_outcomes(log, MEMBERS, 1, PLUGIN, bound_text=BOUND)
+    assert got["pa"].outcome == ("exceeded_bound", BOUND, ())
+    assert got["pb"].outcome == ("pass", "", ())
+
+
+def test_an_oom_killed_batch_keeps_reported_failures_and_reruns_the_rest_alone() -> None:
+    """A crash cannot make a pass: the reported pass and the unreported property run alone."""
+    log = _batch(_item(1, A, "fail", failure="no"), status=None)
+    got = batch_outcomes(log, [*MEMBERS, ("pc", ["c.py::t"])], 137, PLUGIN, ended="OOM-killed")
+    assert got["pa"].outcome is not None
+    assert got["pa"].outcome[0] == "fail"
+    assert got["pb"].outcome is None
+    assert got["pb"].alone == "its batch was OOM-killed"
+    log = _batch(_item(1, A), status=None)
+    got = batch_outcomes(log, MEMBERS, 137, PLUGIN, ended="OOM-killed")
+    assert got["pa"].outcome is None
+    assert got["pb"].outcome is None
+
+
+def test_a_batch_without_a_final_record_or_with_a_disagreeing_exit_reruns_passes_alone() -> None:
+    """``os._exit`` mid-batch, or an exit status the reporter did not send: no pass stands."""
+    crashed = batch_outcomes(_batch(_item(1, A), status=None), MEMBERS, 0, PLUGIN)
+    assert crashed["pa"].alone == "its batch ended without the reporter's final record"
+    forged = batch_outcomes(_batch(_item(1, A), _item(2, B), status=1), MEMBERS, 0, PLUGIN)
+    assert forged["pa"].outcome is None
+    assert "disagreed" in forged["pa"].alone
+
+
+def test_a_channel_problem_reruns_every_member_alone() -> None:
+    """A record without the nonce: nothing of the batch is believed, failures included."""
+    log = _batch(_item(1, A, "fail"), _line(2, "item", nonce="x" * 32), status=1)
+    got = batch_outcomes(log, MEMBERS, 1, PLUGIN)
+    assert all(v.outcome is None and v.alone.startswith("report channel") for v in got.values())
+
+
+def test_a_property_missing_from_a_clean_batch_runs_alone() -> None:
+    """pytest stopped at another property's collection error: the missing one runs alone."""
+    log = _batch(_item(1, A), status=0)
+    got = batch_outcomes(log, MEMBERS, 0, PLUGIN)
+    assert got["pa"].outcome == ("pass", "", ())
+    assert got["pb"].outcome is None
+    assert got["pb"].alone == "missing from its batch's report"
+
+
+def test_a_batch_that_sent_nothing_reruns_everything_alone() -> None:
+    """No start record (the reporter never loaded): every member alone."""
+    got = batch_outcomes(_log(), MEMBERS, 2, PLUGIN)
+    assert {v.alone for v in got.values()} == {"its batch sent no report"}
