@@ -39,12 +39,19 @@ def _touched(ws: Workspace) -> Touched:
 
 
 def _accounted(touched: Touched) -> list[str]:
-    """Changed paths the result does not name (must be none)."""
+    """Changed paths the result does not name (must be none): each is an excluded path or the
+    file of a changed symbol (by its module, or by name for a symbol of two modules)."""
     modules = {s.module for s in touched.symbols}
+
+    def named(module: str | None) -> bool:
+        return module in modules or any(
+            not s.module and s.startswith(f"{module}.") for s in touched.symbols
+        )
+
     return [
         p
         for p in touched.touched_paths
-        if p not in touched.excluded_paths and touched.files.get(p) not in modules
+        if p not in touched.excluded_paths and not named(touched.files.get(p))
     ]
 
 
