@@ -28,6 +28,8 @@ _CONVERTERS = frozenset(
 )
 _READERS = frozenset({"read_text", "read_bytes", "open", "read", "readlines"})
 _LOADERS = frozenset({"load", "loads", "safe_load", "full_load"})
+#: ``FixtureScanError(...)``: an exception named after fixtures is not their content.
+_NOT_CONTENT = ("Error", "Exception", "Warning")
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _Func = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -84,7 +86,7 @@ def _is(expr: ast.expr, tainted: frozenset[str], funcs: frozenset[str]) -> bool:
 
 def _is_call(expr: ast.Call, tainted: frozenset[str], funcs: frozenset[str]) -> bool:
     name = dotted(expr.func).rsplit(".", 1)[-1]
-    lowered = name.lower()
+    lowered = name.lower() if not name.endswith(_NOT_CONTENT) else ""
     if (
         "fixture" in lowered
         or "snapshot" in lowered

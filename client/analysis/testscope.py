@@ -30,6 +30,10 @@ _ITERATORS = frozenset({"all", "any", "len", "list", "tuple", "sorted", "set", "
 _TEST_TOOLS = frozenset(
     {"pytest", "_pytest", "unittest", "mock", "hypothesis", "pytest_mock", "freezegun", "syrupy"}
 )
+_MOCK_FACTORIES = frozenset(
+    {"Mock", "MagicMock", "AsyncMock", "NonCallableMock", "NonCallableMagicMock"}
+    | {"create_autospec", "patch", "PropertyMock"}
+)
 _TEST_PARTS = frozenset({"tests", "test", "testing", "conftest", "properties"})
 
 
@@ -289,10 +293,16 @@ def _in_loops(func: _Func) -> set[int]:
 
 
 def _is_mock_factory(call: ast.expr, names: Names) -> bool:
+    """``Mock()``, ``mock.patch(...)``, ``patch.object(...)``, ``mocker.<anything>(...)``."""
     if not isinstance(call, ast.Call):
         return False
-    origin = names.origin(call.func).lower()
-    return "mock" in origin or origin.endswith(("patch", "patch.object", "patch.dict"))
+    parts = names.origin(call.func).split(".")
+    if parts[0] == "mocker":
+        return len(parts) > 1
+    if len(parts) == 1:
+        return parts[0] in _MOCK_FACTORIES
+    from_mock = "mock" in parts[:-1] or parts[-2] == "patch"
+    return from_mock and (parts[-1] in _MOCK_FACTORIES or parts[-2] == "patch")
 
 
 def function_facts(func: _Func, scope: Scope) -> Facts:

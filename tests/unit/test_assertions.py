@@ -45,7 +45,14 @@ def billing_classes() -> dict[str, str]:
 
 
 def test_billing_example_classes() -> None:
-    assert billing_classes() == {
+    got = billing_classes()
+    worked_example = {
+        "billing.prorate.non_negative",
+        "billing.prorate.bounded",
+        "billing.invoice_total.matches_fixture",
+        "billing.orders.boundary_non_negative",
+    }
+    assert {pid: got[pid] for pid in worked_example} == {
         "billing.prorate.non_negative": "property",
         "billing.prorate.bounded": "property",
         "billing.invoice_total.matches_fixture": "fixture_eq",

@@ -558,3 +558,35 @@ def test_the_billing_example_keeps_its_classes() -> None:
         "billing.prorate.bounded",
         "billing.orders.boundary_non_negative",
     }
+
+
+# -- ordinary tests of this repository that once read wrong ---------------------------------------
+
+
+def test_a_function_whose_name_ends_in_patch_is_not_a_mock() -> None:
+    body = """
+    def test_it(repo):
+        t = _judge_patch(repo, b"x")
+        assert t.symbols == ("billing.Line.net",)
+    """
+    assert cls(body) == "property"
+
+
+def test_patch_imported_from_mock_is_a_mock() -> None:
+    header = HEADER + "from unittest.mock import patch\n"
+    body = """
+    def test_it():
+        with patch("billing.log") as log:
+            prorate(1, 1, 2)
+        log.assert_called_once_with(1)
+    """
+    assert cls(body, header=header) == "opaque"
+
+
+def test_an_exception_named_after_fixtures_in_parametrize_is_not_fixture_content() -> None:
+    body = """
+    @pytest.mark.parametrize(("exc", "code"), [(FixtureScanError(missing=["a"]), 2)])
+    def test_it(exc, code):
+        assert exit_code_for(exc) == code
+    """
+    assert cls(body) == "property"
