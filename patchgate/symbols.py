@@ -9,7 +9,8 @@ strings everywhere (receipts, ledgers, sorting, JSON) that also carry their ``mo
 ``covers`` is exact (see ``docs/gate-analysis.md``): ``pkg.mod.func`` covers that function and
 its nested definitions, ``pkg.mod.Class`` the class and its methods, ``pkg.mod`` the module-level
 code and every symbol defined in that file, never another module or a sub-package. A plain string
-whose module is unknown is covered only by an entry that names it exactly (fail closed).
+whose module is unknown is covered only by an entry that names it exactly, and a symbol of no
+module (one name the patch changed in two modules) by nothing (fail closed).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def covers(cover: str, symbol: str) -> bool:
     module = module_of(symbol)
     if module is None:
         return cover == symbol
+    if not module:  # one name from two modules (client.analysis.touched): nothing covers it
+        return False
     if cover == module:
         return True  # a module entry: its own code and every symbol defined in that file
     if symbol.startswith(MODULE_PREFIX) or not cover.startswith(module + "."):
