@@ -209,9 +209,13 @@ def check_defaults(
 ) -> dict[str, Any]:
     """The ``[check]`` settings below the flags: the default lane's (when it is up) < a
     ``./patchgate.toml`` ``[check]`` table < the lane named by ``--lane`` (which must be up)."""
-    named = lane_settings_file(lane, environ)
     if lane is None:
-        return {**load_defaults(named), **load_defaults()}
+        try:
+            default = lane_settings_file(None, environ)
+        except UsageError:  # no home directory: there is no default lane to read
+            return load_defaults()
+        return {**load_defaults(default), **load_defaults()}
+    named = lane_settings_file(lane, environ)
     if not named.is_file():
         raise UsageError(f"--lane {lane}: no lane settings at {named}; is the lane up?")
     return {**load_defaults(), **load_defaults(named)}
@@ -232,7 +236,7 @@ def load_defaults(path: Path = Path(CONFIG_FILE)) -> dict[str, Any]:
     if path.name == CONFIG_FILE and raw.startswith(MARKER.encode()):
         raise UsageError(
             f"{path} was written by an older `patchgate up`; delete it: `patchgate up` now keeps "
-            f"the lane's settings in {lane_settings_file(None)}, which `check` reads by itself"
+            "the lane's settings in STATE/check.toml, which `check` reads by itself"
         )
     try:
         table = tomllib.loads(raw.decode("utf-8")).get("check", {})

@@ -63,7 +63,14 @@ def _state_home(environ: Mapping[str, str]) -> Path:
     xdg = environ.get("XDG_STATE_HOME", "")
     if xdg and Path(xdg).is_absolute():  # the spec: a relative value is to be ignored
         return Path(xdg)
-    home = environ.get("HOME") or str(Path.home())
+    home = environ.get("HOME", "")
+    if not home:
+        try:
+            home = str(Path.home())
+        except (RuntimeError, KeyError):  # no HOME and no passwd entry for this uid
+            raise UsageError(
+                "no home directory to keep lane state in: set XDG_STATE_HOME or pass --state"
+            ) from None
     return Path(home) / ".local" / "state"
 
 

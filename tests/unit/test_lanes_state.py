@@ -53,6 +53,19 @@ def test_a_lane_name_that_is_a_path_is_a_usage_error(name: str) -> None:
         lane_state_dir(name, {"XDG_STATE_HOME": "/s"})
 
 
+def test_no_home_at_all_is_a_usage_error_for_up_and_no_default_lane_for_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def nowhere() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(nowhere))
+    with pytest.raises(UsageError, match="set XDG_STATE_HOME"):
+        lane_state_dir("local", {})
+    monkeypatch.chdir(tmp_path)
+    assert check_defaults(None, {}) == {}
+
+
 def test_lane_and_state_together_are_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="give one"):
         resolve_state_dir(lane="a", state=tmp_path)
