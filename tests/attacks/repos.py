@@ -176,7 +176,88 @@ def _billing_flaky(dest: Path) -> None:
     pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
-REPOS = {"billing": _billing, "billing_flaky": _billing_flaky, "textkit": _textkit}
+VACUOUS_TESTS = """
+
+DEBUG = False
+
+
+def test_prorate_tuple():
+    assert (prorate(Decimal("10.00"), -5, 30) >= 0, "prorate never goes negative")
+
+
+def test_prorate_if_debug():
+    if DEBUG:
+        assert prorate(Decimal("10.00"), -5, 30) >= 0
+"""
+
+OPAQUE_TESTS = """
+
+from unittest import mock
+
+import pytest
+
+
+def positive(value):
+    return value > 0
+
+
+def test_prorate_mocked():
+    sink = mock.MagicMock()
+    sink(prorate(Decimal("10.00"), -5, 30))
+    sink.assert_called_once()
+
+
+def test_prorate_helper():
+    assert positive(30)
+
+
+@pytest.mark.parametrize("line", load_fixture("orders_min.json")["orders"][1]["lines"])
+def test_prorate_table(line):
+    assert prorate(Decimal(line["unit_price"]), 30, 30) == Decimal(line["unit_price"])
+"""
+
+
+def _only_covers_prorate(dest: Path, source: str, nodes: dict[str, str]) -> None:
+    """billing, where only the properties ``nodes`` (id -> test function added from ``source``)
+    cover billing.prorate: the example's own prorate properties are not pinned."""
+    _billing(dest)
+    tests = dest / "properties" / "test_billing.py"
+    tests.write_text(tests.read_text(encoding="utf-8") + source, encoding="utf-8")
+    pins = dest / "pins" / "properties.json"
+    doc = json.loads(pins.read_text(encoding="utf-8"))
+    doc["properties"] = [p for p in doc["properties"] if p["covers"] != ["billing.prorate"]]
+    doc["properties"].extend(
+        {"id": pid, "claim": f"{node} (vacuous, issue 15)", "class": "pure_fn",
+         "covers": ["billing.prorate"], "command": [*PYTEST, f"properties/test_billing.py::{node}"]}
+        for pid, node in nodes.items()
+    )  # fmt: skip
+    pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def _billing_vacuous(dest: Path) -> None:
+    """billing.prorate covered only by properties that cannot fail (a tuple, an if DEBUG)."""
+    nodes = {"prorate.tuple": "test_prorate_tuple", "prorate.if_debug": "test_prorate_if_debug"}
+    _only_covers_prorate(dest, VACUOUS_TESTS, nodes)
+
+
+def _billing_opaque(dest: Path) -> None:
+    """billing.prorate covered only by a mock assertion, a helper off the code and a fixture
+    table fed through parametrize."""
+    nodes = {
+        "prorate.mocked": "test_prorate_mocked",
+        "prorate.helper": "test_prorate_helper",
+        "prorate.table": "test_prorate_table",
+    }
+    _only_covers_prorate(dest, OPAQUE_TESTS, nodes)
+
+
+REPOS = {
+    "billing": _billing,
+    "billing_flaky": _billing_flaky,
+    "textkit": _textkit,
+    "billing_vacuous": _billing_vacuous,
+    "billing_opaque": _billing_opaque,
+}
 
 
 def build(name: str, dest: Path) -> Path:
