@@ -114,6 +114,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: usage error: {message}\n")
 
 
+def _version() -> str:
+    """The installed package's version (its metadata), or "unknown" outside an install."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - --version only
+
+    try:
+        return version("patchgate")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _command_of(argv: Sequence[str]) -> str | None:
     """The module of the command named in ``argv`` (its first non-option word), if known."""
     word = next((a for a in argv if not a.startswith("-")), None)
@@ -123,6 +133,7 @@ def _command_of(argv: Sequence[str]) -> str | None:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser with every registered command (or only the module ``only``)."""
     parser = _Parser(prog="patchgate", description=_DESCRIPTION, epilog=_EPILOG)
+    parser.add_argument("--version", action="version", version=f"patchgate {_version()}")
     subparsers = parser.add_subparsers(
         title="commands", dest="command", metavar="COMMAND", parser_class=_Parser
     )

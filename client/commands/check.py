@@ -11,19 +11,23 @@ failure (nothing scored), 64 usage (an unknown ``--base`` included), 78 configur
 from __future__ import annotations
 
 import argparse
-import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from client.commands._util import check_out_dir, parse_clock, print_json
+from client.commands._output import (
+    NO_PATCH,
+    add_output_flags,
+    env_settings,
+    report_check,
+    require_patch,
+)
+from client.commands._util import check_out_dir, parse_clock
 from client.errors import ConfigError
-from client.gate.pipeline import run_check
 from client.gate.settings import CheckSettings
 from client.gate.workspace import resolve_rev
 from client.lanes.state import MARKER, lane_settings_file
-from client.verdict.receipt import render_summary
 from patchgate.errors import PinError, PinErrors, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
 from patchgate.tls import ClientTLS
@@ -80,7 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "--base", required=True, metavar="REV", help="base revision the patch applies to"
     )
-    p.add_argument("--patch", required=True, type=Path, metavar="FILE", help="unified diff")
+    p.add_argument(
+        "--patch", type=Path, metavar="FILE", help="unified diff (required but with --self-test)"
+    )
     p.add_argument("--draft-id", metavar="ID", help="the draft's id (provenance)")
     p.add_argument("--drafter", metavar="{human,model_lane}", help="who drafted it (provenance)")
     p.add_argument("--signer", metavar="ADDR", help="signer daemon (unix:/path or host:port)")
@@ -113,7 +119,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _add_statement_flags(p)
     p.add_argument("--clock", metavar="ISO8601", help="review clock (default: now, UTC)")
     p.add_argument("--out", type=Path, metavar="DIR", help="ledger directory (default ledgers/)")
-    p.add_argument("--json", action="store_true", help="print receipt.json instead of the table")
+    add_output_flags(p)  # --self-test, --format, --json, --junit, --quiet
     p.add_argument(
         "--lane",
         metavar="NAME|DIR",
@@ -279,7 +285,10 @@ def base_config(repo: Path, commit: str) -> PinSet:
 
 
 def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckSettings:
-    """Flags > patchgate.toml [check] > defaults, validated once."""
+    """Flags > ``PATCHGATE_*`` environment > lane / patchgate.toml [check] > defaults,
+    validated once."""
+    require_patch(args)
+    conf = {**conf, **env_settings()}
     signer = args.signer or conf.get("signer")
     executors = args.executor or conf.get("executor") or []
     if isinstance(executors, str):
@@ -323,7 +332,7 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
     return CheckSettings(
         repo=repo,
         base=base,
-        patch=args.patch,
+        patch=args.patch or NO_PATCH,
         draft_id=args.draft_id,
         drafter=args.drafter,
         signer=str(signer),
@@ -345,11 +354,4 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
 def run(args: argparse.Namespace) -> int:
     """Run the gate; print the summary (or the receipt); return the verdict's exit code."""
     settings = settings_from_args(args, check_defaults(args.lane))
-    result = run_check(settings)
-    if args.json:
-        print_json(result.receipt.to_json())
-    else:
-        sys.stdout.write(
-            render_summary(result.receipt, result.rows, result.reasons, str(settings.out))
-        )
-    return result.verdict.exit_code
+    return report_check(args, settings)

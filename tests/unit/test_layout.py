@@ -16,6 +16,7 @@ CLIENT_MAY_IMPORT: dict[str, frozenset[str]] = {
     "client.verdict": frozenset(),
     "client.lanes": frozenset(),
     "client.gate": frozenset({"client.verdict", "client.analysis"}),
+    "client.report": frozenset({"client.verdict"}),
     "client.pinning": frozenset({"client.gate", "client.analysis", "client.errors"}),
     "client.commands": frozenset(
         {
@@ -24,6 +25,7 @@ CLIENT_MAY_IMPORT: dict[str, frozenset[str]] = {
             "client.analysis",
             "client.lanes",
             "client.pinning",
+            "client.report",
             "client.errors",
         }
     ),

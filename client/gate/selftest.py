@@ -1,0 +1,125 @@
+"""``patchgate check --self-test``: the suite on the base tree alone, before any patch is blamed.
+
+No patch, no provenance, no admission and no credit: the base's fixtures are hashed and signed as
+usual, every pinned property but ``external_probe`` runs ``runs`` times on the local executors, and
+each run's sandbox log goes to ``runs/`` of the ledger directory. The exit code says whether the
+harness works on the base:
+
+* 0: every property passed every run;
+* 78: a property failed or errored on the base (a collection or import error, a missing
+  ``pythonpath``, a test that is simply red), or the operator signature does not verify — a setup
+  problem for the operator, not a verdict on any patch;
+* 2: the base's fixture bytes do not match its own pin, or an executor refused the request;
+* 4: the signer or an executor was unreachable, or a run came back without an outcome.
+
+No receipt is written: a self-test judges no patch. Its report is rendered from a receipt-shaped
+summary that says so (``decision`` ``self_test``, never admitted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from client.gate import steps
+from client.gate.evidence import locate_properties, write_run_logs
+from client.gate.settings import CheckSettings
+from client.gate.workspace import base_pins, tree_at
+from client.verdict.receipt import build_receipt
+from client.verdict.stability import assess_all
+from patchgate.evidence import Evidence
+from patchgate.ledgers import Receipt, now_utc
+
+__all__ = ["SelfTestResult", "run_self_test"]
+
+_SCORABLE = ("match", "not_applicable")
+EXIT_PASSED, EXIT_UNSCORED, EXIT_UNAVAILABLE, EXIT_BROKEN = 0, 2, 4, 78
+_POSTURE = {
+    EXIT_PASSED: "human_review",
+    EXIT_BROKEN: "reject_property_miss",
+    EXIT_UNSCORED: "reject_unscored",
+    EXIT_UNAVAILABLE: "unavailable",
+}
+
+
+@dataclass(kw_only=True)
+class SelfTestResult:
+    """What the self-test found: the exit code, the report's receipt-shaped summary, why."""
+
+    exit_code: int
+    receipt: Receipt
+    reasons: tuple[str, ...] = ()
+    evidence: Evidence = field(default_factory=Evidence)
+
+
+@dataclass(kw_only=True)
+class _Seen:
+    """What the receipt-shaped summary of a self-test shows."""
+
+    fixture_status: str = ""
+    fixture_digest: str = ""
+    lanes: dict[str, Any] = field(default_factory=dict)
+    transport: list[dict[str, Any]] = field(default_factory=list)
+
+    def result(self, code: int, reasons: list[str], evidence: Evidence) -> SelfTestResult:
+        summary = build_receipt(
+            review_clock=now_utc(),
+            patch_sha256="",
+            decision="self_test",
+            posture=_POSTURE[code],
+            admit=False,
+            fixture_status=self.fixture_status,
+            fixture_digest=self.fixture_digest,
+            lanes=self.lanes,
+            transport=self.transport,
+        )
+        return SelfTestResult(
+            exit_code=code, receipt=summary, reasons=tuple(reasons), evidence=evidence
+        )
+
+
+def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResult:
+    """Run the base's suite; see the module docstring for the exit codes."""
+    s.out.mkdir(parents=True, exist_ok=True)
+    pins = base_pins(s.repo, s.base)
+    suite = [p for p in pins.properties if p.property_class != "external_probe"]
+    with tree_at(s.repo, s.base) as root:
+        evidence = Evidence(properties=locate_properties(root, suite))
+        fixture = steps.fixture_step(root, pins, s.out)
+        seen = _Seen(fixture_status=fixture.status, fixture_digest=fixture.digest)
+        if fixture.status not in _SCORABLE or fixture.manifest is None:
+            return seen.result(EXIT_UNSCORED, list(fixture.reasons), evidence)
+        sig = steps.signature_step(s, fixture.manifest, s.out)
+        if sig.transport is not None:
+            return seen.result(EXIT_UNAVAILABLE, list(sig.reasons), evidence)
+        if sig.envelope is None:
+            return seen.result(EXIT_BROKEN, [sig.problem or "no operator signature"], evidence)
+        lane = steps.execute(
+            s,
+            lane="local",
+            addresses=s.executors,
+            suite=suite,
+            envelope=sig.envelope,
+            digest=fixture.digest,
+            workspace=root,
+            fixture_root=pins.config.fixture_root,
+            executor_keyring=sig.executor_keyring,
+            say=say,
+        )
+    write_run_logs(s.out, lane.logs)
+    stab = assess_all([p.id for p in suite], lane.outcomes, s.runs)
+    evidence = Evidence(
+        outcomes=tuple(lane.outcomes), logs=tuple(lane.logs), properties=evidence.properties
+    )
+    statuses = {pid: v.status for pid, v in stab.items()}
+    seen.lanes = {"local": lane.summary(statuses)}
+    seen.transport = [t.to_json() for t in lane.transport]
+    reasons = list(lane.refusals)
+    if lane.refusals:
+        return seen.result(EXIT_UNSCORED, reasons, evidence)
+    if lane.transport or any(v.status == "incomplete" for v in stab.values()):
+        return seen.result(EXIT_UNAVAILABLE, reasons, evidence)
+    broken = sorted(pid for pid, v in stab.items() if not v.passed_both)
+    reasons += [f"{pid} did not pass every run on the base: {statuses[pid]}" for pid in broken]
+    return seen.result(EXIT_BROKEN if broken else EXIT_PASSED, reasons, evidence)

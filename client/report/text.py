@@ -1,0 +1,102 @@
+"""The summary a person reads on a terminal after ``patchgate check``.
+
+The first line is the verdict (``ADMITTED`` or ``REJECTED: <posture in words>``); then the credit
+table (``exec`` and ``killed`` are reserved for the mutation stage and show ``-`` until the
+evidence has them), the failure text of each failed property with its log excerpt, coverage, the
+uncredited symbols with their reasons, each code with its meaning, and the rest of the receipt in
+short lines. ``--quiet`` prints the first line alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from client.report.model import Report, failure_text, harness_error, headline
+from client.verdict.codes import code_line
+
+__all__ = ["render_text", "table_rows"]
+
+HEADER = ("symbol", "property", "class", "run 1", "run 2", "exec", "killed", "credit")
+_NOT_YET = "-"  # exec / killed: the mutation stage does not exist yet
+SELF_TEST_HINT = "run `patchgate check --self-test` on the base to see the setup error"
+
+
+def table_rows(report: Report) -> list[tuple[str, ...]]:
+    """The credit table's rows (one per symbol and property offered for it)."""
+    r = report.receipt
+    rows: list[tuple[str, ...]] = [
+        (x.symbol, x.property_id, x.assertion_class, x.run1, x.run2, _NOT_YET, _NOT_YET,
+         str(x.credit))
+        for x in report.rows
+    ]  # fmt: skip
+    if not rows:
+        rows = [
+            (s, "-", "-", "-", "-", _NOT_YET, _NOT_YET, str(r.credits.get(s, 0)))
+            for s in r.changed_symbols
+        ]
+    return rows
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def _indent(text: str, prefix: str = "    ") -> list[str]:
+    return [f"{prefix}{line}".rstrip() for line in text.splitlines()]
+
+
+def failure_lines(report: Report) -> list[str]:
+    """Each failed property: its first failed run's text; a later run only if it differs."""
+    lines: list[str] = []
+    for pid, runs in report.evidence.failures().items():
+        shown: set[str] = set()
+        for o in runs:
+            if o.failure_signature in shown:
+                lines.append(f"  {pid} run {o.run_index}: {o.outcome}, the same failure")
+                continue
+            shown.add(o.failure_signature)
+            lines.append(f"  {pid} run {o.run_index}:")
+            lines.extend(_indent(failure_text(report.evidence, o)))
+        if report.out_dir:
+            lines.append(f"    (logs: {report.out_dir}/runs/{pid}/)")
+    return lines
+
+
+def render_text(report: Report, *, quiet: bool = False) -> str:
+    """The whole summary (``quiet``: the first line only)."""
+    r = report.receipt
+    lines = [headline(report)]
+    if quiet:
+        return lines[0] + "\n"
+    rows = table_rows(report)
+    lines += _table([HEADER, *rows]) if rows else ["(no changed production symbol)"]
+    if failed := failure_lines(report):
+        lines += ["", "failures", *failed]
+    lines.append("")
+    if common := harness_error(report.evidence):
+        lines.append(f"harness    every property errored the same way: {common[:300]}")
+        lines.append(f"           a setup problem of the base, not the patch? {SELF_TEST_HINT}")
+    if not report.self_test:
+        credited = sum(1 for c in r.credits.values() if c)
+        lines.append(f"coverage   {r.coverage:g} ({credited}/{len(r.credits)} symbols credited)")
+        for symbol, why in r.uncredited.items():
+            lines.append(f"uncredited {symbol}: {why}")
+        lines.extend(f"code       {code_line(c)}" for c in r.rejection_codes)
+        lines.append(f"posture    {r.posture} (admission decision: {r.decision or '-'})")
+    lines.append(f"fixtures   {r.fixture_status or '-'} {r.fixture_digest[:16]}".rstrip())
+    for o in r.flake_observations:
+        lines.append(f"flake      {o.get('flake_id', '')} on {o.get('test_id', '')} (never credit)")
+    if r.excluded_paths:
+        lines.append(f"excluded   {', '.join(r.excluded_paths)}")
+    for t in r.transport:
+        lines.append(f"transport  {t.get('lane', '')} {t.get('kind', '')}: {t.get('detail', '')}")
+    lines.extend(f"why        {why}" for why in report.reasons)
+    if report.out_dir:
+        lines.append(f"ledgers    {report.out_dir}")
+    return "\n".join(lines) + "\n"

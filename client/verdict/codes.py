@@ -1,0 +1,99 @@
+"""What each rejection code and posture means, in words a person reads after a check.
+
+One table in code, the same words as the reference page of codes (``docs/reference/codes.md``:
+a unit test holds the page's "name" and "what it means" columns to :data:`CODES`). The summary
+prints one line per code from here; the first line of a rejected check names its posture with
+:data:`POSTURE_WORDS`.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+__all__ = ["CODES", "POSTURE_WORDS", "code_line", "posture_words"]
+
+#: code -> (name, what it means), exactly as the reference page's table says it.
+CODES = MappingProxyType(
+    {
+        "R1": (
+            "missing property",
+            "a changed symbol earned no credit (`credits` 0; `uncredited` says why)",
+        ),
+        "R2": (
+            "fixture hash mismatch",
+            "the fixture bytes the suite would see in the patched tree differ from "
+            "`pins/fixtures.json` of the base, or a fixture file is missing, unpinned (extra) or "
+            "unsafe (a symlink leaving the tree, a FIFO). Nothing is scored (exit 2)",
+        ),
+        "R3": (
+            "freeze as oracle",
+            "the only evidence offered for a changed symbol is a freeze citation: the covering "
+            "test is skipped or xfailed citing a flake id",
+        ),
+        "R4": (
+            "unknown, expired or mismatched freeze id",
+            "a test cites a flake id that is not in the base `pins/flakes.json`, or whose "
+            "`expires_on` is not later than the review clock, or the failure observed does not "
+            "match the flake's signature",
+        ),
+        "R5": (
+            "fixture equality as check",
+            "a property offered for a changed symbol compares a result with stored fixture bytes "
+            '(`assert total == load_fixture("invoice.json")`), which proves only that the code '
+            "reproduces a file",
+        ),
+        "R6": (
+            "remote-only evidence",
+            "the only passing results for a symbol came from a remote lane, which confirms and "
+            "never credits",
+        ),
+        "R7": (
+            "oracle moved",
+            "the patch touches the oracle: a path under `oracle_paths` (default `tests/`, "
+            "`properties/`, `pins/`), a harness file (`conftest.py`, `pytest.ini`, a plugin, a "
+            "`.pth`, ...), or the test function of a pinned property. Property results could not "
+            "count, so nothing runs",
+        ),
+        "R8": (
+            "pin mutation",
+            "the patch edits a pin file, adds a freeze id, or edits the gate's own configuration "
+            "(`[tool.patchgate]`, `patchgate.toml`). Nothing runs",
+        ),
+        "R9": (
+            "fixture drift between two pins",
+            "with `--second-pin`, the suite gave different statuses on the two pins, or the "
+            "patched tree's fixtures do not satisfy the second pin",
+        ),
+    }
+)
+
+#: posture -> the words after ``REJECTED:`` (or after ``ADMITTED`` for the two that admit).
+POSTURE_WORDS = MappingProxyType(
+    {
+        "reject_admission": "not admitted (provenance, the fixture signature or a property class)",
+        "reject_pin_mutation": "the patch edits pins or the gate's configuration (R8)",
+        "reject_oracle_moved": "the patch edits tests, properties or the harness (R7)",
+        "reject_unscored": "nothing was scored (fixture bytes or an executor refusal)",
+        "unavailable": "infrastructure unavailable; the patch was not judged",
+        "reject_fixture_drift": "the suite drifts between two fixture pins (R9)",
+        "reject_property_miss": "a suite property failed both runs",
+        "reject_credit": "the suite passed but credit is short",
+        "review": "passed; ready for a person's review",
+        "human_review": "passed on one pin; ready for a person's review",
+    }
+)
+
+
+def _plain(text: str) -> str:
+    return text.replace("`", "")
+
+
+def code_line(code: str) -> str:
+    """``R1 missing property: a changed symbol earned no credit (...)`` (backticks dropped)."""
+    name, meaning = CODES.get(code, ("unknown code", "not a code this version knows"))
+    return f"{code} {name}: {_plain(meaning)}"
+
+
+def posture_words(posture: str) -> str:
+    """The posture in words; an unknown posture is named as it is."""
+    return POSTURE_WORDS.get(posture, posture)
