@@ -194,7 +194,7 @@ def _constants(
 ) -> dict[str, ast.expr]:
     """Names bound once, by plain assignment, to a literal whose value cannot change."""
     table: dict[str, ast.expr] = dict(base.constants)
-    parents = _parents(whole)
+    parents: dict[int, ast.AST] = {}  # built on the first mutable literal: most modules have none
     for _ in range(3):  # constants defined from constants: a few rounds settle it
         for node in stmts:
             if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
@@ -206,6 +206,8 @@ def _constants(
             for t in targets:
                 if not isinstance(t, ast.Name) or counts.get(t.id, 0) != 1:
                     continue
+                if not isinstance(val, _IMMUTABLE) and not parents:
+                    parents.update(_parents(whole))
                 if isinstance(val, _IMMUTABLE) or _only_iterated(t.id, whole, parents):
                     table[t.id] = node.value
     return table
