@@ -115,13 +115,9 @@ def test_a_permission_error_is_one_line_without_a_traceback(
 
 # --- signals during a running check --------------------------------------------------------------
 
-SLOW = """\
-import time
-
-
-def test_slow():
-    time.sleep(60)
-"""
+SLOW = "import time\n" + "".join(
+    f"\n\ndef test_slow_{i}():\n    time.sleep(60)\n" for i in range(4)
+)
 
 
 def _slow_base(repo: BillingRepo, n: int) -> None:
@@ -140,7 +136,7 @@ def _slow_base(repo: BillingRepo, n: int) -> None:
                 "-q",
                 "-p",
                 "no:cacheprovider",
-                "properties/test_slow.py::test_slow",
+                f"properties/test_slow.py::test_slow_{i}",
             ],
         }
         for i in range(n)
@@ -190,9 +186,12 @@ def test_a_signal_stops_a_running_check_and_leaves_nothing_behind(
         )  # fmt: skip
         try:
             _wait_for(
-                "a running sandbox", lambda: labeled_containers(executor_daemon.instance), 180
+                "a running sandbox",
+                lambda: proc.poll() is not None or labeled_containers(executor_daemon.instance),
+                180,
             )
-            assert proc.poll() is None
+            err.seek(0)
+            assert proc.poll() is None, f"the check ended before the signal: {err.read()[-3000:]}"
             workspaces = list(private_tmp.glob("patchgate-ws-*"))
             assert workspaces, "the check is mid-run, so its workspace exists"
             time.sleep(1.0)
