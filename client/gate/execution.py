@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchgate.envelope import Envelope
-from patchgate.errors import RefusedError, TransportError
+from client.gate.spread import plan_chunks
+from patchgate.envelope import Envelope, parse_fixture_statement
+from patchgate.errors import EnvelopeError, RefusedError, TransportError
 from patchgate.evidence import SandboxLog
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
@@ -62,6 +63,7 @@ class LaneClient(Protocol):
         runs: int = 2,
         on_progress: Callable[[str], None] | None = None,
         request_id: str | None = None,
+        isolation: str = "run",
     ) -> ExecutionResult:
         """Run ``properties``; refusals raise RefusedError, transport comes back in the result."""
         ...
@@ -113,9 +115,14 @@ class LaneResult:
 
 @dataclass(frozen=True)
 class _Job:
-    prop: PropertyPin
+    props: tuple[PropertyPin, ...]  # one property (isolation property) or a chunk of groups
     attempt: int = 1
     avoid: str | None = None  # the address whose transport failure this re-run follows
+
+    @property
+    def label(self) -> str:
+        first = self.props[0].id
+        return first if len(self.props) == 1 else f"{first} +{len(self.props) - 1}"
 
 
 def _result_entry(result: ExecutionResult, pid: str, attempt: int) -> dict[str, Any]:
@@ -125,16 +132,20 @@ def _result_entry(result: ExecutionResult, pid: str, attempt: int) -> dict[str, 
         "address": result.address,
         "executor_keyid": result.executor_keyid,
         "outcomes": {str(o.run_index): o.outcome for o in result.outcomes if o.property_id == pid},
-        "transport": sorted({t.kind for t in result.transport}),
-    }
+        "transport": sorted({t.kind for t in result.transport if t.property_id == pid}),
+        **({"alone": {str(r): why for p, r, why in result.alone if p == pid}} if any(
+            p == pid for p, _r, _w in result.alone) else {}),
+    }  # fmt: skip
 
 
-def _record(result: ExecutionResult, lane: LaneResult, expected_digest: str, pid: str) -> None:
+def _record(
+    result: ExecutionResult, lane: LaneResult, expected_digest: str, pids: Sequence[str]
+) -> None:
     info = lane.executors.setdefault(
         result.address,
         {"executor_keyid": "", "executor_keyids": [], "properties": [], "uploaded_bytes": 0},
     )
-    info["properties"].append(pid)
+    info["properties"].extend(pids)
     info["uploaded_bytes"] += result.uploaded_bytes
     if result.executor_keyid:
         info["executor_keyid"] = info["executor_keyid"] or result.executor_keyid
@@ -142,33 +153,38 @@ def _record(result: ExecutionResult, lane: LaneResult, expected_digest: str, pid
             info["executor_keyids"].append(result.executor_keyid)
     observed = result.observed_fixture_digest
     if result.outcomes and observed != expected_digest:
-        lane.refusals.append(
+        lane.refusals.extend(
             f"{pid}: executor {result.address} observed fixture digest {observed or '(none)'}, "
             f"not the signed {expected_digest}; its outcomes are discarded"
+            for pid in pids
         )
         return
-    lane.outcomes.extend(result.outcomes)
-    lane.transport.extend(result.transport)
-    lane.logs.extend(result.logs)
+    mine = set(pids)
+    lane.outcomes.extend(o for o in result.outcomes if o.property_id in mine)
+    lane.transport.extend(t for t in result.transport if t.property_id in mine)
+    lane.logs.extend(g for g in result.logs if mine.intersection(g.properties))
 
 
 def _failed(
-    client: LaneClient, lane: str, prop: PropertyPin, exc: TransportError
+    client: LaneClient, lane: str, props: Sequence[PropertyPin], exc: TransportError
 ) -> ExecutionResult:
-    record = TransportRecord(
-        kind=exc.kind, detail=exc.detail, property_id=prop.id, lane=lane, address=client.address
+    records = tuple(
+        TransportRecord(
+            kind=exc.kind, detail=exc.detail, property_id=p.id, lane=lane, address=client.address
+        )
+        for p in props
     )
     return ExecutionResult(
         address=client.address, lane=lane, executor_keyid="", observed_fixture_digest="",
-        outcomes=(), transport=(record,), timings={}, sandbox={}, envelope=None, uploaded_bytes=0,
+        outcomes=(), transport=records, timings={}, sandbox={}, envelope=None, uploaded_bytes=0,
     )  # fmt: skip
 
 
 class _Scheduler:
     """A shared queue of jobs; workers of one address skip a re-run meant for another address."""
 
-    def __init__(self, suite: Sequence[PropertyPin], addresses: Sequence[str]) -> None:
-        self._jobs: deque[_Job] = deque(_Job(p) for p in suite)
+    def __init__(self, jobs: Sequence[_Job], addresses: Sequence[str]) -> None:
+        self._jobs: deque[_Job] = deque(jobs)
         self._pending = len(self._jobs)
         self._several = len(addresses) > 1
         self._cond = threading.Condition()
@@ -223,6 +239,7 @@ class _Request:
     runs: int
     request_prefix: str
     progress: Progress
+    isolation: str = "property"
 
 
 @dataclass(kw_only=True)
@@ -237,23 +254,25 @@ class _LaneRun:
     done: int = 0
 
     def attempt(self, client: LaneClient, job: _Job) -> ExecutionResult | str:
-        """One Execute of one property; a refusal comes back as its reason."""
+        """One Execute of one property or chunk; a refusal comes back as its reason."""
         r = self.req
         suffix = "" if job.attempt == 1 else f"-rerun{job.attempt - 1}"
+        size = "" if len(job.props) == 1 else f"+{len(job.props) - 1}"
         try:
             return client.execute(
                 fixture_envelope=r.envelope,
                 workspace=r.workspace,
                 fixture_root=r.fixture_root,
-                properties=[job.prop],
+                properties=list(job.props),
                 runs=r.runs,
-                on_progress=lambda msg: r.progress(f"{job.prop.id}: {msg}"),
-                request_id=f"{r.request_prefix}-{r.lane}-{job.prop.id}{suffix}",
+                on_progress=lambda msg: r.progress(f"{job.label}: {msg}"),
+                request_id=f"{r.request_prefix}-{r.lane}-{job.props[0].id}{size}{suffix}",
+                isolation=r.isolation,
             )
         except RefusedError as exc:
-            return f"{job.prop.id}: executor {client.address} refused ({exc.code}): {exc.reason}"
+            return f"executor {client.address} refused ({exc.code}): {exc.reason}"
         except TransportError as exc:  # the client returns these; a raise is handled the same way
-            return _failed(client, r.lane, job.prop, exc)
+            return _failed(client, r.lane, job.props, exc)
 
     def settle(self, address: str, job: _Job, got: ExecutionResult | str) -> _Job | None:
         """Record one attempt; return the re-run job if there is to be one."""
@@ -264,25 +283,43 @@ class _LaneRun:
         self.req.progress(f"[{self.req.lane} {self.done}/{self.total}] {text}")
 
     def _settle(self, address: str, job: _Job, got: ExecutionResult | str) -> _Job | None:
-        pid, where = job.prop.id, f"{job.prop.id} on {address}"
+        """Per property of the job: its outcomes, or — transport only, first attempt — a re-run."""
         if isinstance(got, str):
-            self.result.refusals.append(got)
-            self.done += 1
-            self._say(f"{where}: refused")
+            for p in job.props:
+                self.result.refusals.append(f"{p.id}: {got}")
+                self.done += 1
+                self._say(f"{p.id} on {address}: refused")
             return None
-        entry = _result_entry(got, pid, job.attempt)
-        self.result.results.append(entry)
-        if not got.outcomes and got.transport and job.attempt < MAX_ATTEMPTS:
-            self.result.retried.extend(got.transport)
-            self._say(f"{where}: transport {', '.join(entry['transport'])}; re-running once")
-            return _Job(job.prop, job.attempt + 1, avoid=address)
-        _record(got, self.result, self.expected_digest, pid)
-        self.done += 1
-        runs_tag = ", ".join(f"run {k} {v}" for k, v in sorted(entry["outcomes"].items()))
-        tag = runs_tag or f"transport {', '.join(entry['transport']) or 'none'}"
-        keyid = f" (key {got.executor_keyid[:12]})" if got.executor_keyid else ""
-        self._say(f"{where}{keyid}: {tag}")
-        return None
+        again: list[PropertyPin] = []
+        kept: list[str] = []
+        for p in job.props:
+            where = f"{p.id} on {address}"
+            entry = _result_entry(got, p.id, job.attempt)
+            self.result.results.append(entry)
+            mine = [t for t in got.transport if t.property_id == p.id]
+            has_outcome = any(o.property_id == p.id for o in got.outcomes)
+            if not has_outcome and mine and job.attempt < MAX_ATTEMPTS:
+                self.result.retried.extend(mine)
+                self._say(f"{where}: transport {', '.join(entry['transport'])}; re-running once")
+                again.append(p)
+                continue
+            kept.append(p.id)
+            self.done += 1
+            runs_tag = ", ".join(f"run {k} {v}" for k, v in sorted(entry["outcomes"].items()))
+            tag = runs_tag or f"transport {', '.join(entry['transport']) or 'none'}"
+            keyid = f" (key {got.executor_keyid[:12]})" if got.executor_keyid else ""
+            self._say(f"{where}{keyid}: {tag}")
+        if kept:
+            _record(got, self.result, self.expected_digest, kept)
+        return _Job(tuple(again), job.attempt + 1, avoid=address) if again else None
+
+
+def _allowed(envelope: Envelope) -> tuple[tuple[str, ...], ...]:
+    """The signed allowed commands (to find each command's prefix); none if unreadable."""
+    try:
+        return parse_fixture_statement(envelope.payload)[0].allowed_commands
+    except (EnvelopeError, ValueError, KeyError, TypeError):
+        return ()
 
 
 def run_lane(
@@ -301,17 +338,22 @@ def run_lane(
     progress: Progress = lambda _msg: None,
     concurrency: int | None = None,
     connect: Connect | None = None,
+    isolation: str = "property",
+    costs: Mapping[str, float] | None = None,
 ) -> LaneResult:
     """Run every property of ``suite`` ``runs`` times on the executors of one lane.
 
-    ``concurrency``: properties in flight per address (None: :func:`default_concurrency`).
+    ``concurrency``: Executes in flight per address (None: :func:`default_concurrency`).
     ``connect``: makes the client of one address (default: an ``ExecutorClient``).
+    ``isolation``: ``property`` — one Execute per property, each run its own sandbox; ``run`` —
+    the suite cut into one chunk of whole command-prefix groups per slot (``client.gate.spread``,
+    by the estimated ``costs`` in ms per property id), each run of a group one sandbox.
     """
     addresses = list(dict.fromkeys(addresses))  # one entry per address
     run = _LaneRun(
         req=_Request(
             lane=lane, envelope=envelope, workspace=workspace, fixture_root=fixture_root,
-            runs=runs, request_prefix=request_prefix, progress=progress,
+            runs=runs, request_prefix=request_prefix, progress=progress, isolation=isolation,
         ),
         expected_digest=expected_digest,
         total=len(suite),
@@ -321,7 +363,13 @@ def run_lane(
         return run.result
     connect = connect or _connect_default(lane, tls, executor_keyring)
     clients = {a: connect(a) for a in addresses}
-    sched = _Scheduler(suite, addresses)
+    slots = [a for a in addresses for _ in range(concurrency or default_concurrency(a))]
+    if isolation == "property":
+        jobs = [_Job((p,)) for p in suite]
+    else:
+        chunks = plan_chunks(suite, _allowed(envelope), len(slots), costs or {})
+        jobs = [_Job(tuple(c)) for c in chunks]
+    sched = _Scheduler(jobs, addresses)
 
     def worker(address: str) -> None:
         while (job := sched.take(address)) is not None:
@@ -331,7 +379,6 @@ def run_lane(
             finally:
                 sched.finish(retry)  # even on an unexpected error: no worker waits forever
 
-    slots = [a for a in addresses for _ in range(concurrency or default_concurrency(a))]
     try:
         with ThreadPoolExecutor(max_workers=len(slots)) as pool:
             futures = [pool.submit(worker, a) for a in slots]

@@ -41,6 +41,7 @@ class CheckSettings:
     executor_keyring: Path | None = None
     runs: int = 2
     executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1
+    isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run
     #: Provenance the operator states: the model that drafted the patch (blank unless given;
     #: never read from the patch) and the interface (lane or tool) that returned it.
     model: str = ""

@@ -15,6 +15,7 @@ from typing import Any
 from client.analysis.assertions import AssertionReport, classify_property
 from client.analysis.roles import layout_of
 from client.analysis.touched import Touched, base_symbols, judge
+from client.gate import durations
 from client.gate.execution import LaneResult, run_lane
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
@@ -266,7 +267,8 @@ def execute(
     """Run the suite on one lane (see client.gate.execution)."""
     tls = s.remote_tls if lane == "remote" else s.executor_tls
     say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
-    return run_lane(
+    memory = durations.default_path()
+    result = run_lane(
         lane=lane,
         addresses=addresses,
         suite=suite,
@@ -280,7 +282,11 @@ def execute(
         executor_keyring=executor_keyring,
         progress=say,
         concurrency=s.executor_concurrency,
+        isolation=s.isolation,
+        costs=durations.load(memory, suite) if s.isolation == "run" else {},
     )
+    durations.save(memory, suite, result.outcomes)  # spreads the next check; decides nothing
+    return result
 
 
 def write_property_ledger(

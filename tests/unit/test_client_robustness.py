@@ -169,6 +169,7 @@ class _Blocking:
         runs: int = 2,
         on_progress: Callable[[str], None] | None = None,
         request_id: str | None = None,
+        isolation: str = "run",
     ) -> ExecutionResult:
         self._started.append(properties[0].id)
         if not self._closed.wait(30):

@@ -88,6 +88,7 @@ class FakeClient:
         runs: int = 2,
         on_progress: Callable[[str], None] | None = None,
         request_id: str | None = None,
+        isolation: str = "run",
     ) -> ExecutionResult:
         pid = properties[0].id
         f = self.fleet
