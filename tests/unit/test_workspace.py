@@ -123,7 +123,8 @@ def test_git_config_cannot_loosen_how_the_patch_applies(
 def test_changes_are_read_from_the_trees(repo: Path) -> None:
     patch = (
         PATCH
-        + b"diff --git a/run.sh b/run.sh\nnew file mode 100755\n--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo\n"
+        + b"diff --git a/run.sh b/run.sh\nnew file mode 100755\n"
+        + b"--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo\n"
     )
     with materialize(repo, "HEAD", patch) as ws:
         changes = {c.path: (c.status, c.after.mode if c.after else "") for c in ws.changes()}
