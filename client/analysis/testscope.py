@@ -54,10 +54,11 @@ class Helper:
     returns: tuple[ast.expr | None, ...]
     body: tuple[ast.AST, ...]
     falls_through: bool
+    several: bool = False
 
     def identity(self) -> int | None:
         """The index of the parameter a ``return p`` / ``return bool(p)`` helper returns."""
-        if len(self.returns) != 1 or self.falls_through or self.returns[0] is None:
+        if self.several or len(self.returns) != 1 or self.falls_through or self.returns[0] is None:
             return None
         ret = self.returns[0]
         if (
@@ -230,12 +231,20 @@ def _helper(node: ast.AST) -> Helper | None:
     return None
 
 
+def _merged(found: Sequence[Helper]) -> Helper:
+    """A name defined more than once (or under a condition): read as all its bodies at once,
+    never as returning its argument or a constant (which one runs is not read)."""
+    body = tuple(n for h in found for n in h.body)
+    returns = tuple(r for h in found for r in h.returns)
+    return Helper(found[-1].params, returns, body, falls_through=True, several=True)
+
+
 def _unbound(helper: Helper, func: _Func) -> Helper:
     """A method as called through ``self.``: without its ``self``/``cls`` parameter."""
     static = any(dotted(d) == "staticmethod" for d in func.decorator_list)
     if static or not helper.params:
         return helper
-    return Helper(helper.params[1:], helper.returns, helper.body, helper.falls_through)
+    return Helper(helper.params[1:], helper.returns, helper.body, helper.falls_through)  # one def
 
 
 def module_scope(
@@ -251,9 +260,9 @@ def module_scope(
             for t in node.targets:
                 if isinstance(t, ast.Name) and counts.get(t.id) == 1 and dotted(node.value):
                     origins[t.id] = dotted(node.value)
-    helpers: dict[str, Helper] = {}
+    defined: dict[str, list[Helper]] = {}
     objects: set[str] = set()
-    for stmt in tree.body:
+    for stmt in top:  # module level, inside if/try/with too
         target = stmt.name if isinstance(stmt, _Func | ast.ClassDef) else None
         found = _helper(stmt) if isinstance(stmt, _Func) else None
         if (
@@ -264,8 +273,12 @@ def module_scope(
             target, found = dotted(stmt.targets[0]), _helper(stmt.value)
         if target is not None and counts.get(target) == 1:
             objects.add(target)
-            if found is not None:
-                helpers[target] = found
+        if target is not None and found is not None:
+            defined.setdefault(target, []).append(found)
+    helpers = {  # bound more than once (a second def, `holds = None`): every def at once
+        name: found[0] if len(found) == 1 and counts.get(name) == 1 else _merged(found)
+        for name, found in defined.items()
+    }
     base = Names({}, frozenset(objects), origins)
     names = Names(_constants(top, counts, base, tree), frozenset(objects), origins)
     methods = {

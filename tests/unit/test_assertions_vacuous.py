@@ -607,3 +607,36 @@ def test_every_test_of_real_modules_gets_a_class_without_raising(path: str) -> N
     ]
     assert set(got) <= {"property", "opaque", "fixture_eq"}
     assert "property" in got
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        "def holds(v):\n    return v > 0\ndef holds(v):\n    return v\n",  # redefined
+        "if True:\n    def holds(v):\n        return v\n",  # under a condition
+        "try:\n    def holds(v):\n        return v\nexcept ImportError:\n    holds = None\n",
+    ],
+)
+def test_a_helper_defined_twice_or_under_a_condition_is_not_a_way_out(helper: str) -> None:
+    klass, detail = report("def test_it():\n    assert holds(True)\n", header=HEADER + helper)
+    assert klass in {"opaque", "tautology"}, detail
+
+
+def test_a_redefined_helper_that_reaches_the_code_is_a_property() -> None:
+    helper = "def ok(v):\n    return v\ndef ok(v):\n    return prorate(v, 1, 2) >= 0\n"
+    assert cls("def test_it(a):\n    assert ok(a)\n", header=HEADER + helper) == "property"
+
+
+def test_an_early_return_when_a_constant_is_false_makes_the_rest_unreachable() -> None:
+    header = HEADER + "DEBUG = False\n"
+    body = "def test_it(a):\n    if not DEBUG:\n        return\n    assert prorate(a, 1, 2) >= 0\n"
+    assert cls(body, header=header) == "tautology"
+
+
+def test_a_fallback_def_beside_an_import_of_the_code_is_the_code() -> None:
+    header = (
+        HEADER
+        + "try:\n    from billing import is_valid\nexcept ImportError:\n"
+        + "    def is_valid(v):\n        return True\n"
+    )
+    assert cls("def test_it():\n    assert is_valid(3)\n", header=header) == "property"
