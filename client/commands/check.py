@@ -44,7 +44,7 @@ __all__ = [
 CONFIG_FILE = "patchgate.toml"
 _KNOWN = {
     "signer", "executor", "remote_executor", "operator_keyring", "executor_keyring", "out",
-    "executor_concurrency",
+    "executor_concurrency", "isolation",
     "signer_tls_ca", "signer_tls_cert", "signer_tls_key",
     "executor_tls_ca", "executor_tls_cert", "executor_tls_key",
     "remote_tls_ca", "remote_tls_cert", "remote_tls_key",
@@ -109,6 +109,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="N",
         help="properties in flight per executor address (default: 2 for a dns:/// fleet "
         "address, else 1)",
+    )
+    p.add_argument(
+        "--isolation",
+        choices=("run", "property"),
+        help="run (default): each run of the properties sharing a command prefix is one fresh "
+        "sandbox; property: each run of each property is its own sandbox",
     )
     p.add_argument(
         "--second-pin",
@@ -284,6 +290,12 @@ def base_config(repo: Path, commit: str) -> PinSet:
         raise ConfigError([str(exc)]) from None
 
 
+def _isolation(value: object) -> str:
+    if value not in ("run", "property"):
+        raise UsageError(f"isolation must be run or property, not {value!r}")
+    return str(value)
+
+
 def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckSettings:
     """Flags > ``PATCHGATE_*`` environment > lane / patchgate.toml [check] > defaults,
     validated once."""
@@ -347,6 +359,7 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
         operator_keyring=_path(args.operator_keyring, conf, "operator_keyring"),
         executor_keyring=_path(args.executor_keyring, conf, "executor_keyring"),
         executor_concurrency=concurrency,
+        isolation=_isolation(args.isolation or conf.get("isolation") or "run"),
         **_statements(args),
     )
 
