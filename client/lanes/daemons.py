@@ -111,6 +111,9 @@ def start_daemon(name: str, args: list[str], address: str, log_path: Path) -> Da
                 "unavailable", f"{name} did not become healthy; last log lines: " + " | ".join(tail)
             ) from None
         raise
+    except BaseException:  # interrupted while waiting: stop what was started, by its pid
+        stop_pid(proc.pid, grace=2.0)
+        raise
     return daemon
 
 

@@ -129,22 +129,27 @@ def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
     if settings.max_parallel:
         exec_args += ["--max-parallel", str(settings.max_parallel)]
     say(f"starting patchgate-executord on {executor_addr} (image {settings.image}, {instance})")
+    executor = None
     try:
         executor = start_daemon(
             "patchgate-executord", exec_args, executor_addr, state / "logs" / "executord.log"
         )
-    except PatchgateError:
-        stop_pid(signer.pid)
+        lane = LaneState(
+            state_dir=str(state),
+            operator_keyring=str(keyring),
+            signer=signer,
+            executor=executor,
+            instance=instance,
+        )
+        lane.save()
+        write_settings(state, check_table(lane))
+    except BaseException:  # a failure or Ctrl-C/SIGTERM: no daemon is left without a lane.json
+        for d in (executor, signer):
+            if d is not None:
+                stop_pid(d.pid)
+                _remove_socket(d)
+        (state / "lane.json").unlink(missing_ok=True)
         raise
-    lane = LaneState(
-        state_dir=str(state),
-        operator_keyring=str(keyring),
-        signer=signer,
-        executor=executor,
-        instance=instance,
-    )
-    lane.save()
-    write_settings(state, check_table(lane))
     return lane
 
 

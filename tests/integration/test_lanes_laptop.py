@@ -10,9 +10,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,6 +181,45 @@ def test_up_writes_nothing_in_the_current_directory(docker_engine: None, short: 
         assert "--lane t" in up.stdout
     finally:
         _run("down", "--lane", "t", cwd=short, env={"XDG_STATE_HOME": str(short / "x")})
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_up_leaves_no_daemon_running(
+    docker_engine: None, short: Path, signum: int, code: int
+) -> None:
+    """Interrupted after the signer answered, while the executor starts: both are stopped by pid
+    (a daemon without lane.json could never be stopped by `down`)."""
+    state = short / "st"
+    proc = subprocess.Popen(
+        [PATCHGATE, "up", "--state", str(state)], cwd=short, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (state / "signer" / "signer.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (state / "signer" / "signer.sock").exists()
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == code, stderr
+    assert _processes_naming(str(state)) == []
+    assert not (state / "lane.json").exists()
+    assert not (state / "signer" / "signer.sock").exists()
 
 
 def test_down_with_nothing_up_is_not_an_error(tmp_path: Path) -> None:
