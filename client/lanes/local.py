@@ -54,12 +54,17 @@ def lane_instance(state_dir: Path) -> str:
 def _keygen(state: Path) -> Path:
     key = state / "operator.key"
     if not key.exists():
-        subprocess.run(
+        proc = subprocess.run(
             [*_signerd(), "keygen", "--out", str(key)],
-            check=True,
+            check=False,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        if proc.returncode != 0:
+            why = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+            raise PatchgateError(f"could not create the operator key {key}: {why}")
     return key
 
 

@@ -222,6 +222,16 @@ def test_a_signal_during_up_leaves_no_daemon_running(
     assert not (state / "signer" / "signer.sock").exists()
 
 
+def test_a_key_that_cannot_be_made_is_one_line_and_starts_nothing(short: Path) -> None:
+    """keygen failing (here: its .pub path is a directory) was a CalledProcessError traceback."""
+    (short / "st" / "operator.key.pub").mkdir(parents=True)
+    up = _run("up", "--state", "st", cwd=short)
+    assert up.returncode == 1
+    assert up.stderr.startswith("patchgate: error: could not create the operator key")
+    assert len(up.stderr.splitlines()) == 1
+    assert _processes_naming(str(short / "st")) == []
+
+
 def test_down_with_nothing_up_is_not_an_error(tmp_path: Path) -> None:
     """`down` on a directory with no lane says so and exits 0."""
     down = _run("down", "--state", "nothing", cwd=tmp_path)
