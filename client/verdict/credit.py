@@ -12,6 +12,13 @@ execution: <posture>; ...). Per property::
     R5  a fixture equality / snapshot comparison is offered as its check
     R6  its only passing results come from a remote lane (remote runs confirm, never credit)
 
+Credit is evidence (beside passing both runs): the property's runs must have **executed** the
+symbol's code (``executed``: symbol -> property -> both runs called it; "never executed"), and when
+the mutation stage ran (``mutation``: symbol -> :class:`MutationResult`) the property must have
+killed at least one mutant of the symbol ("killed no mutant — survivors: ..."); a symbol of which
+no mutant could be made, or none ran, earns nothing. ``mutation`` None: the stage was off (the
+check is then not admitted unless the reviewed configuration allows it; not decided here).
+
 R3 and R5 are static (the assertion class of the pinned test), so they are listed even when the
 run stopped before execution. Codes about the patch as a whole come from the other steps: R2
 fixture mismatch, R4 unknown, expired or mismatched freeze id, R7 oracle moved, R8 pin mutation,
@@ -33,10 +40,13 @@ from patchgate.pins import Flake, PropertyPin
 __all__ = [
     "FREEZE_BESIDE",
     "FREEZE_ONLY",
+    "NEVER_EXECUTED",
+    "NO_MUTANT",
     "NO_PREDICATE",
     "NO_PROPERTY",
     "CreditReport",
     "CreditRow",
+    "MutationResult",
     "check_freezes",
     "rejection_codes",
     "score",
@@ -44,6 +54,8 @@ __all__ = [
 
 NO_PROPERTY = "no property covers it"
 NO_PREDICATE = "no visible predicate"
+NEVER_EXECUTED = "never executed"
+NO_MUTANT = "no mutant could be made"
 FREEZE_ONLY = "a freeze citation only (R3)"
 FREEZE_BESIDE = "a freeze citation, never evidence"
 _STATUS_REASONS = {
@@ -69,6 +81,38 @@ class CreditRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MutationResult:
+    """The mutation stage's findings for one symbol (``ran``/``killed``/``survivors`` by property).
+
+    ``made``: compiling mutants made; ``skipped``: candidates that did not compile (or changed
+    nothing); ``not_run``: mutants with no outcome even after one re-run (transport or refusal);
+    ``problem``: why no mutant could be made.
+    """
+
+    made: int = 0
+    skipped: int = 0
+    not_run: int = 0
+    problem: str = ""
+    ran: Mapping[str, int] = field(default_factory=dict)
+    killed: Mapping[str, int] = field(default_factory=dict)
+    survivors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def judge(self, property_id: str) -> tuple[int, str]:
+        """(credit, why) of a property that passed and executed the symbol."""
+        if self.made == 0:
+            why = NO_MUTANT + (f" ({self.problem})" if self.problem else "")
+            return 0, why
+        ran = self.ran.get(property_id, 0)
+        if ran == 0:
+            return 0, f"no mutant ran ({self.not_run} not run: transport or refusal)"
+        killed = self.killed.get(property_id, 0)
+        if killed == 0:
+            survivors = ", ".join(self.survivors.get(property_id, ())) or "-"
+            return 0, f"killed no mutant — survivors: {survivors}"
+        return 1, f"passed both local runs, killed {killed} of {ran} mutants"
+
+
+@dataclass(frozen=True, kw_only=True)
 class CreditReport:
     """Credits per symbol, coverage, why a symbol earned nothing, evidence and the symbol codes."""
 
@@ -87,8 +131,14 @@ def _runs(stab: Stability | None) -> tuple[str, str]:
     return (stab.outcome(1), stab.outcome(2)) if stab is not None else ("-", "-")
 
 
-def _judge(
-    prop: PropertyPin, klass: str, local: Stability | None, remote: Stability | None, stopped: str
+def _judge(  # noqa: PLR0917 - the table's inputs, in its order
+    prop: PropertyPin,
+    klass: str,
+    local: Stability | None,
+    remote: Stability | None,
+    stopped: str,
+    executed: bool | None = None,
+    mutation: MutationResult | None = None,
 ) -> tuple[int, str, str | None]:
     """(credit, why, code) of one property for one symbol; ``why`` explains a 0."""
     if klass == "fixture_eq":
@@ -104,6 +154,11 @@ def _judge(
     if stopped:
         return 0, f"the run was stopped before execution: {stopped}", None
     if local is not None and local.passed_both:
+        if executed is not None and not executed:
+            return 0, NEVER_EXECUTED, None
+        if mutation is not None:
+            credit, why = mutation.judge(prop.id)
+            return credit, why, None
         return 1, "passed both local runs", None
     if (
         remote is not None
@@ -113,6 +168,8 @@ def _judge(
         return 0, "only a remote lane passed (R6)", "R6"
     if local is None:
         return 0, "not run", None
+    if local.reason:  # e.g. an idempotent_io property whose two applies left different trees
+        return 0, f"{local.status}: {local.reason}", None
     return 0, _STATUS_REASONS.get(local.status, f"local: {local.status}"), None
 
 
@@ -126,10 +183,24 @@ def _why(judged: Sequence[tuple[str, str]]) -> str:
     return "; ".join(f"{pid}: {why}" for pid, why in sorted(judged))
 
 
-def _evidence(stab: Stability | None, klass: str) -> dict[str, Any]:
-    """What is known of one property for one symbol (mutation fields come with that stage)."""
+def _evidence(
+    stab: Stability | None,
+    klass: str,
+    executed: bool | None,
+    mutation: MutationResult | None,
+    pid: str,
+) -> dict[str, Any]:
+    """What is known of one property for one symbol: its runs, whether they executed the symbol,
+    and the mutants it ran, killed and let survive (0 and [] when the stage was off)."""
     runs = [r.outcome if r is not None else None for r in stab.runs] if stab is not None else []
-    return {"runs": runs, "assertion_class": klass}
+    out: dict[str, Any] = {"runs": runs, "assertion_class": klass}
+    if executed is not None:
+        out["executed"] = executed
+    m = mutation or MutationResult()
+    out["mutants"] = m.ran.get(pid, 0)
+    out["killed"] = m.killed.get(pid, 0)
+    out["survivors"] = list(m.survivors.get(pid, ()))
+    return out
 
 
 def score(
@@ -140,8 +211,15 @@ def score(
     local: Mapping[str, Stability],
     remote: Mapping[str, Stability] | None = None,
     stopped: str = "",
+    executed: Mapping[str, Mapping[str, bool]] | None = None,
+    mutation: Mapping[str, MutationResult] | None = None,
 ) -> CreditReport:
     """Credit each changed symbol from the suite's two-run results.
+
+    ``executed``: symbol -> property -> whether every local run executed the symbol (a pair
+    missing from a given mapping is False); None: not traced, the rule is not applied.
+    ``mutation``: symbol -> what its mutants showed (a symbol missing from a given mapping has
+    had no mutant made); None: the stage was off.
 
     ``stopped`` names the posture that stopped the check before its results could count (fixture
     mismatch, oracle moved, pin mutation, not admitted, transport, ...): every credit is then 0,
@@ -173,14 +251,18 @@ def score(
         for prop in offered:
             klass = assertion_classes.get(prop.id, "opaque")
             lstab = None if stopped else local.get(prop.id)
-            credit, why, code = _judge(prop, klass, lstab, remote.get(prop.id), stopped)
+            hit = None if executed is None else bool(executed.get(symbol, {}).get(prop.id))
+            mut = None if mutation is None else mutation.get(symbol, MutationResult())
+            credit, why, code = _judge(
+                prop, klass, lstab, remote.get(prop.id), stopped, executed=hit, mutation=mut
+            )
             if code == "R3" and not cited_only:
                 code, why = None, FREEZE_BESIDE
             if code:
                 codes.add(code)
             best = max(best, credit)
             judged.append((prop.id, why))
-            evidence.setdefault(symbol, {})[prop.id] = _evidence(lstab, klass)
+            evidence.setdefault(symbol, {})[prop.id] = _evidence(lstab, klass, hit, mut, prop.id)
             run1, run2 = _runs(lstab)
             rows.append(
                 CreditRow(

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 
-from client.verdict.credit import NO_PROPERTY, check_freezes, rejection_codes, score
+from client.verdict.credit import (
+    NEVER_EXECUTED,
+    NO_MUTANT,
+    NO_PROPERTY,
+    MutationResult,
+    check_freezes,
+    rejection_codes,
+    score,
+)
 from client.verdict.stability import assess
 from patchgate.pins import Flake
 from tests.unit._gate_helpers import prop, run
@@ -48,7 +56,13 @@ def test_worked_example_credits_one_of_two_with_r1_and_r5() -> None:
 def test_evidence_names_each_property_and_its_runs() -> None:
     r = _score()
     assert r.evidence["billing.prorate"] == {
-        "p.prorate": {"runs": ["pass", "pass"], "assertion_class": "property"}
+        "p.prorate": {
+            "runs": ["pass", "pass"],
+            "assertion_class": "property",
+            "mutants": 0,
+            "killed": 0,
+            "survivors": [],
+        }
     }
 
 
@@ -267,3 +281,82 @@ def test_codes_are_ordered_and_unique_across_steps() -> None:
 
 def test_no_codes_when_nothing_found() -> None:
     assert rejection_codes() == []
+
+
+# Credit is evidence: the runs executed the symbol, and the property killed a mutant of it.
+
+_RAN = {"billing.prorate": {"p.prorate": True}, "billing.invoice_total": {"p.total": True}}
+_KILLED = MutationResult(
+    made=4,
+    ran={"p.prorate": 4},
+    killed={"p.prorate": 2},
+    survivors={"p.prorate": ("pass at line 3", "compare at line 5")},
+)
+
+
+def test_a_property_that_never_executed_the_symbol_does_not_credit_it() -> None:
+    r = _score(executed={"billing.prorate": {"p.prorate": False}})
+    assert r.credits["billing.prorate"] == 0
+    assert r.uncredited["billing.prorate"] == NEVER_EXECUTED
+    assert "R1" in r.codes
+    assert r.evidence["billing.prorate"]["p.prorate"]["executed"] is False
+
+
+def test_a_pair_missing_from_executed_is_not_executed() -> None:
+    r = _score(executed={})
+    assert r.uncredited["billing.prorate"] == NEVER_EXECUTED
+
+
+def test_executed_and_a_kill_credit_with_the_evidence() -> None:
+    r = _score(executed=_RAN, mutation={"billing.prorate": _KILLED})
+    assert r.credits["billing.prorate"] == 1
+    assert r.evidence["billing.prorate"]["p.prorate"] == {
+        "runs": ["pass", "pass"],
+        "assertion_class": "property",
+        "executed": True,
+        "mutants": 4,
+        "killed": 2,
+        "survivors": ["pass at line 3", "compare at line 5"],
+    }
+
+
+def test_a_property_that_killed_no_mutant_does_not_credit_and_lists_survivors() -> None:
+    weak = MutationResult(
+        made=2, ran={"p.prorate": 2}, survivors={"p.prorate": ("a at line 1", "b at line 2")}
+    )
+    r = _score(executed=_RAN, mutation={"billing.prorate": weak})
+    assert r.credits["billing.prorate"] == 0
+    assert r.uncredited["billing.prorate"] == (
+        "killed no mutant — survivors: a at line 1, b at line 2"
+    )
+
+
+def test_no_mutant_made_and_none_run_do_not_credit() -> None:
+    r = _score(
+        executed=_RAN, mutation={"billing.prorate": MutationResult(problem="no applicable site")}
+    )
+    assert r.uncredited["billing.prorate"] == f"{NO_MUTANT} (no applicable site)"
+    r = _score(executed=_RAN, mutation={})  # a symbol missing from the stage's findings
+    assert r.uncredited["billing.prorate"] == NO_MUTANT
+    lost = MutationResult(made=4, not_run=4)
+    r = _score(executed=_RAN, mutation={"billing.prorate": lost})
+    assert r.uncredited["billing.prorate"].startswith("no mutant ran (4 not run")
+
+
+def test_one_killing_property_is_enough_beside_a_weak_one() -> None:
+    weak = prop("p.weak", ("billing.prorate",))
+    both = MutationResult(
+        made=4,
+        ran={"p.prorate": 4, "p.weak": 4},
+        killed={"p.prorate": 1},
+        survivors={"p.weak": ("x at line 1",)},
+    )
+    r = _score(
+        suite=(PRORATE, TOTAL, weak),
+        assertion_classes={"p.prorate": "property", "p.total": "fixture_eq", "p.weak": "property"},
+        local=_passed("p.prorate", "p.total", "p.weak"),
+        executed={"billing.prorate": {"p.prorate": True, "p.weak": True}},
+        mutation={"billing.prorate": both},
+    )
+    assert r.credits["billing.prorate"] == 1
+    assert r.evidence["billing.prorate"]["p.weak"]["killed"] == 0

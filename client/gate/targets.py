@@ -1,0 +1,161 @@
+"""Where each changed symbol's code is in the patched tree, sent with every ``Execute`` as targets,
+and which symbols a property's runs executed.
+
+A target is (path relative to the workspace root, first line, last line, qualified name): the
+symbol's whole definition in the PATCHED tree, its decorators included. The executor's reporter
+notes, for each test, the targets whose code objects had a call (a code object of that file whose
+first line lies in the range). Targets are sent innermost first, so a call of a changed method is
+named after the method, not after its changed class; a symbol counts as executed when a target
+inside its own range was (a nested helper or a method counts for the function or class around it).
+
+``module:<mod>`` symbols are not sent as targets: a module's own statements run when it is
+imported, which happens while pytest collects, before any test's traced call phase. A property
+that passed is taken to have executed them (its test could not run without collecting); the
+receipt still records it, and the mutation stage then asks whether the property can fail on them.
+
+Also: the client whose every ``Execute`` carries the targets (a lane's ``connect``), so the lane
+code needs no change to send them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from client.analysis.roles import layout_of
+from client.gate.workspace import Workspace
+from patchgate.executor_client import ExecutionResult, ExecutorClient
+from patchgate.keys import Keyring
+from patchgate.pins import PinSet
+from patchgate.results import RunOutcome
+from patchgate.symbols import MODULE_PREFIX, Symbol
+from patchgate.tls import ClientTLS
+
+__all__ = [
+    "SymbolSite", "TargetedClient", "executed_by", "locate", "targeted_connect", "targets_of",
+]  # fmt: skip
+
+Target = tuple[str, int, int, str]
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+@dataclass(frozen=True)
+class SymbolSite:
+    """A changed symbol's definition in the patched tree (``qualname`` None: module code)."""
+
+    symbol: str
+    path: str
+    first: int
+    last: int
+    qualname: str | None
+
+    @property
+    def is_module(self) -> bool:
+        return self.qualname is None
+
+    def contains(self, other: SymbolSite) -> bool:
+        return self.path == other.path and self.first <= other.first <= other.last <= self.last
+
+
+def _definitions(body: Iterable[ast.stmt], prefix: str = "") -> Iterator[tuple[str, _Def]]:
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = prefix + stmt.name
+            yield name, stmt
+            inner = name + ("." if isinstance(stmt, ast.ClassDef) else ".<locals>.")
+            yield from _definitions(stmt.body, inner)
+        else:
+            for fieldname in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, fieldname, None)
+                if isinstance(block, list):
+                    yield from _definitions(block, prefix)
+            for h in getattr(stmt, "handlers", None) or []:
+                yield from _definitions(h.body, prefix)
+
+
+def locate(ws: Workspace, pins: PinSet, symbols: Sequence[str]) -> dict[str, SymbolSite]:
+    """Changed symbol -> its definition in the patched tree (a deleted symbol is left out)."""
+    layout = layout_of(ws.base_dir, pins)
+    wanted = set(symbols)
+    out: dict[str, SymbolSite] = {}
+    for change in ws.changes():
+        if change.after is None or not change.path.endswith(".py"):
+            continue
+        raw = ws.read_patched(change.path)
+        if raw is None:
+            continue
+        module = layout.module(change.path)
+        mod_symbol = f"{MODULE_PREFIX}{module}"
+        if mod_symbol in wanted:
+            out[mod_symbol] = SymbolSite(
+                mod_symbol, change.path, 1, max(1, len(raw.splitlines())), None
+            )
+        try:
+            tree = ast.parse(raw)
+        except (SyntaxError, ValueError):
+            continue
+        for qualname, node in _definitions(tree.body):
+            name = Symbol.make(module, qualname)
+            if name in wanted and name not in out:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                last = node.end_lineno or node.lineno
+                out[name] = SymbolSite(name, change.path, first, last, qualname)
+    return out
+
+
+def targets_of(sites: Mapping[str, SymbolSite]) -> tuple[Target, ...]:
+    """The executor's targets: every non-module symbol, innermost (shortest range) first."""
+    found = [s for s in sites.values() if not s.is_module]
+    found.sort(key=lambda s: (s.last - s.first, s.path, s.first, s.symbol))
+    return tuple((s.path, s.first, s.last, s.symbol) for s in found)
+
+
+def executed_by(
+    sites: Mapping[str, SymbolSite], symbol: str, runs: Sequence[RunOutcome | None]
+) -> bool:
+    """Whether every run of ``runs`` executed ``symbol`` (a target inside its range counts).
+
+    A ``module:`` symbol counts as executed by any recorded run (see the module docstring); no
+    recorded run executed nothing.
+    """
+    recorded = [r for r in runs if r is not None]
+    if not recorded:
+        return False
+    site = sites.get(symbol)
+    if site is None:
+        return False  # a deleted symbol or one the client could not locate: nothing ran it
+    if site.is_module:
+        return True
+    inside = {s.symbol for s in sites.values() if not s.is_module and site.contains(s)}
+    return all(inside.intersection(r.executed) for r in recorded)
+
+
+class TargetedClient:
+    """An executor client whose every ``Execute`` carries ``targets``."""
+
+    def __init__(self, inner: ExecutorClient, targets: Sequence[Target]) -> None:
+        self.inner = inner
+        self.address = inner.address
+        self.targets = tuple(targets)
+
+    def execute(self, **kwargs: Any) -> ExecutionResult:
+        """``ExecutorClient.execute`` with this client's targets."""
+        return self.inner.execute(**kwargs, targets=self.targets)
+
+    def close(self) -> None:
+        """Release the channel."""
+        self.inner.close()
+
+
+def targeted_connect(
+    lane: str, tls: ClientTLS | None, executor_keyring: Keyring | None, targets: Sequence[Target]
+) -> Callable[[str], TargetedClient]:
+    """A lane's ``connect``: an ``ExecutorClient`` per address that sends ``targets``."""
+
+    def connect(address: str) -> TargetedClient:
+        inner = ExecutorClient(address, tls=tls, lane=lane, executor_keyring=executor_keyring)
+        return TargetedClient(inner, targets)
+
+    return connect
