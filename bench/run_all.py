@@ -3,10 +3,12 @@
 Digest throughput (bench_digest), signer latency/throughput (functions of bench_signer, called as
 they are), gate overhead + re-upload + fleet scaling (bench_gate), 10,000 blobs through the blob
 store beside the fsync floor (bench_blobstore, at most ``--blob-budget`` seconds per measure),
-then the machine it ran on.
+how a check scales with the suite against one docker pytest twice (bench_scale, N from
+``--scale-ns``), then the machine it ran on.
 If bench/bench_sandbox.py exists, its own table is printed after ours (run as it is, with
 ``--n 4 --repeat 1`` to stay inside the time budget; ``--no-sandbox`` skips it).
-Temp data lives under /tmp/pgbench-* and is removed at the end. About 8 minutes on 2 cores.
+Temp data lives under /tmp/pgbench-* and is removed at the end. About 8 minutes on 2 cores, plus
+about 10 for bench_scale.
 
 Usage: .venv/bin/python bench/run_all.py [--signer-requests N] [--reps N]
 """
@@ -27,6 +29,7 @@ from _table import Row, render
 from bench_blobstore import blob_rows
 from bench_digest import digest_rows
 from bench_gate import gate_rows
+from bench_scale import scale_rows
 
 from patchgate.keys import generate_key_file
 from patchgate.logs import configure_logging
@@ -89,13 +92,14 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-sandbox", action="store_true", help="skip bench_sandbox.py")
     ap.add_argument("--blob-budget", type=float, default=90.0, help="seconds per blob measure")
+    ap.add_argument("--scale-ns", default="1,8,32,128", help="suite sizes of bench_scale")
     args = ap.parse_args()
     configure_logging("warning", json_lines=True)
     t0 = time.monotonic()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="pgbench-", dir="/tmp") as d:
         tmp = Path(d)
-        for name in ("digest", "signer", "gate", "blobstore"):
+        for name in ("digest", "signer", "gate", "blobstore", "scale"):
             (tmp / name).mkdir()
         print("digest ...", file=sys.stderr, flush=True)
         rows += digest_rows(tmp / "digest")
@@ -105,6 +109,8 @@ def main() -> int:
         rows += gate_rows(tmp / "gate", reps=args.reps)
         print("blob store ...", file=sys.stderr, flush=True)
         rows += blob_rows(tmp / "blobstore", budget=args.blob_budget)
+        print("scale (batched vs per-property sandboxes) ...", file=sys.stderr, flush=True)
+        rows += scale_rows(tmp / "scale", sorted({int(n) for n in args.scale_ns.split(",")}))
     print(render(rows))
     print()
     for line in machine():

@@ -11,6 +11,11 @@ makes every property of the run ``error``.
 property **and** an exit status of 0 that the reporter's own final record agrees with; a failed
 item needs exit status 1. Everything else — disagreement, a missing item, no final record, a skip,
 an error in setup or teardown — is ``error`` with the reason. These are outcomes, never transport.
+
+A run may hold several properties (a batch, ``executord.runs``): the exit status is then checked
+against every item of the run, an item the reporter marked ``exceeded_bound`` (its per-test alarm)
+makes its property ``exceeded_bound``, and ``batch_outcomes`` decides which properties keep the
+batch's outcome and which are re-run alone (docs/executor.md, "Batched runs").
 """
 
 from __future__ import annotations
