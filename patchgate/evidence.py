@@ -9,7 +9,7 @@ are batched. :class:`Evidence` is the read-only bundle a report renders.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -20,6 +20,10 @@ __all__ = ["Evidence", "Location", "SandboxLog"]
 
 class _RunLogMessage(Protocol):  # the fields of ``executor_pb2.RunLog`` read here
     property_id: str
+
+    @property
+    def property_ids(self) -> Sequence[str]: ...
+
     run_index: int
     stdout_tail: str
     stderr_tail: str
@@ -40,9 +44,10 @@ class SandboxLog:
 
     @classmethod
     def from_proto(cls, msg: _RunLogMessage) -> SandboxLog:
-        """From one ``RunLog`` of a signed report (one property's sandbox)."""
+        """From one ``RunLog`` of a signed report: every property its sandbox ran (a batch:
+        several; an older executor names one in ``property_id``)."""
         return cls(
-            properties=(msg.property_id,),
+            properties=tuple(msg.property_ids) or (msg.property_id,),
             run_index=int(msg.run_index),
             stdout=msg.stdout_tail,
             stderr=msg.stderr_tail,

@@ -53,7 +53,8 @@ ENVIRONMENT = {
     "PATCHGATE_OUT": "out",
 }
 _LANE_LINE = re.compile(r"^\[(?P<lane>\S+) (?P<done>\d+)/(?P<total>\d+)\] (?P<text>.*)$")
-_EVENT = re.compile(r"^\S+: \S*#\d+ ")  # "<property>: <property>#<run> <phase> <message>"
+# "<property>[ +N]: <property or ->#<run> <phase> <message>" (+N: the others of a batch)
+_EVENT = re.compile(r"^\S+(?: \+\d+)?: \S*#\d+ ")
 
 
 def add_output_flags(p: argparse.ArgumentParser) -> None:

@@ -1,7 +1,8 @@
 """``patchgate check --self-test``: the suite on the base tree alone, before any patch is blamed.
 
 No patch, no provenance, no admission and no credit: the base's fixtures are hashed and signed as
-usual, every pinned property but ``external_probe`` runs ``runs`` times on the local executors, and
+usual, every pinned property but ``external_probe`` (and those a valid freeze citation quarantines,
+as in a check) runs ``runs`` times on the local executors, and
 each run's sandbox log goes to ``runs/`` of the ledger directory. The exit code says whether the
 harness works on the base:
 
@@ -18,18 +19,22 @@ summary that says so (``decision`` ``self_test``, never admitted).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from client.gate import steps
 from client.gate.evidence import locate_properties, write_run_logs
 from client.gate.settings import CheckSettings
 from client.gate.workspace import base_pins, tree_at
+from client.verdict.flakes import quarantined
 from client.verdict.receipt import build_receipt
 from client.verdict.stability import assess_all
 from patchgate.evidence import Evidence
 from patchgate.ledgers import Receipt, now_utc
+from patchgate.pins import PinSet, PropertyPin
 
 __all__ = ["SelfTestResult", "run_self_test"]
 
@@ -79,12 +84,29 @@ class _Seen:
         )
 
 
+def _suite(s: CheckSettings, pins: PinSet, root: Path) -> tuple[list[PropertyPin], dict[str, str]]:
+    """What runs (every property but ``external_probe``) and what a valid freeze citation holds
+    back, exactly as in a check."""
+    reports = steps.classify(root, pins.properties)
+    held = quarantined(
+        properties=pins.properties,
+        assertion_classes={pid: r.assertion_class for pid, r in reports.items()},
+        citations={pid: r.freeze_ids for pid, r in reports.items() if r.freeze_ids},
+        flakes=pins.flakes,
+        clock=s.clock or dt.datetime.now(dt.UTC),
+    )
+    runs = [p for p in pins.properties if p.property_class != "external_probe" and p.id not in held]
+    return runs, held
+
+
 def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResult:
     """Run the base's suite; see the module docstring for the exit codes."""
     s.out.mkdir(parents=True, exist_ok=True)
     pins = base_pins(s.repo, s.base)
-    suite = [p for p in pins.properties if p.property_class != "external_probe"]
     with tree_at(s.repo, s.base) as root:
+        suite, held = _suite(s, pins, root)
+        for pid, why in held.items():
+            say(f"{pid}: {why}")
         evidence = Evidence(properties=locate_properties(root, suite))
         fixture = steps.fixture_step(root, pins, s.out)
         seen = _Seen(fixture_status=fixture.status, fixture_digest=fixture.digest)
@@ -115,7 +137,7 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
     statuses = {pid: v.status for pid, v in stab.items()}
     seen.lanes = {"local": lane.summary(statuses)}
     seen.transport = [t.to_json() for t in lane.transport]
-    reasons = list(lane.refusals)
+    reasons = [*lane.refusals, *(f"{pid}: {why}" for pid, why in held.items())]
     if lane.refusals:
         return seen.result(EXIT_UNSCORED, reasons, evidence)
     if lane.transport or any(v.status == "incomplete" for v in stab.values()):

@@ -61,7 +61,7 @@ def render_github(report: Report) -> str:
                 failure_location(ev, o),
             )
         )
-    if common := harness_error(ev):
+    if not report.self_test and (common := harness_error(ev)):
         lines.append(
             annotation("warning", f"every property errored the same way: {common}. "
                        f"{SELF_TEST_HINT}", "patchgate setup")

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from client.report.model import Report, failure_text, harness_error, headline
-from client.report.text import HEADER, SELF_TEST_HINT, table_rows
+from client.report.text import (
+    HEADER,
+    SELF_TEST_HEADER,
+    SELF_TEST_HINT,
+    self_test_rows,
+    table_rows,
+)
 from client.verdict.codes import CODES
 
 __all__ = ["render_markdown"]
@@ -24,14 +30,15 @@ def render_markdown(report: Report) -> str:
     """Headings: the verdict, the table, failures, uncredited symbols, codes, details."""
     r = report.receipt
     out = [f"## patchgate: {headline(report)}", ""]
-    rows = table_rows(report)
+    header = SELF_TEST_HEADER if report.self_test else HEADER
+    rows = self_test_rows(report) if report.self_test else table_rows(report)
     if rows:
-        out.append("| " + " | ".join(HEADER) + " |")
-        out.append("|" + "---|" * len(HEADER))
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "---|" * len(header))
         out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     else:
         out.append("No changed production symbol.")
-    if common := harness_error(report.evidence):
+    if not report.self_test and (common := harness_error(report.evidence)):
         out += ["", f"> **Every property errored the same way** — {SELF_TEST_HINT}.", ""]
         out.append(_fence(common))
     failures = report.evidence.failures()

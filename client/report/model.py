@@ -29,6 +29,7 @@ __all__ = [
     "harness_error",
     "headline",
     "property_ids",
+    "same_shape",
 ]
 
 _SECTION = re.compile(r"^=+ (ERRORS|FAILURES) =+$", re.MULTILINE)
@@ -88,6 +89,11 @@ def failure_text(evidence: Evidence, outcome: RunOutcome) -> str:
     if more := excerpt(evidence.log_of(outcome.property_id, outcome.run_index)):
         parts.append(more)
     return "\n".join(parts)
+
+
+def same_shape(a: str, b: str) -> bool:
+    """Whether two failure texts differ only in node ids and file names."""
+    return _shape(a) == _shape(b)
 
 
 def _shape(signature: str) -> str:

@@ -11,14 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from client.report.model import Report, failure_text, harness_error, headline
+from client.report.model import (
+    Report,
+    failure_text,
+    harness_error,
+    headline,
+    property_ids,
+    same_shape,
+)
 from client.verdict.codes import code_line
 
-__all__ = ["render_text", "table_rows"]
+__all__ = ["render_text", "self_test_rows", "table_rows"]
 
 HEADER = ("symbol", "property", "class", "run 1", "run 2", "exec", "killed", "credit")
+SELF_TEST_HEADER = ("property", "run 1", "run 2")
 _NOT_YET = "-"  # exec / killed: the mutation stage does not exist yet
 SELF_TEST_HINT = "run `patchgate check --self-test` on the base to see the setup error"
+
+
+def self_test_rows(report: Report) -> list[tuple[str, ...]]:
+    """A self-test's table: each property and the outcome of each run ("-": none)."""
+    runs = {(o.property_id, o.run_index): o.outcome for o in report.evidence.outcomes}
+    return [(pid, runs.get((pid, 1), "-"), runs.get((pid, 2), "-")) for pid in property_ids(report)]
 
 
 def table_rows(report: Report) -> list[tuple[str, ...]]:
@@ -52,15 +66,19 @@ def _indent(text: str, prefix: str = "    ") -> list[str]:
 
 
 def failure_lines(report: Report) -> list[str]:
-    """Each failed property: its first failed run's text; a later run only if it differs."""
+    """Each failed property: its first failed run's text; a later run, or another property
+    that failed the same way (node ids and file names aside), only says so."""
     lines: list[str] = []
+    shown: dict[str, str] = {}  # failure signature -> the property it was printed for
     for pid, runs in report.evidence.failures().items():
-        shown: set[str] = set()
         for o in runs:
-            if o.failure_signature in shown:
-                lines.append(f"  {pid} run {o.run_index}: {o.outcome}, the same failure")
+            sig = f"{o.outcome} {o.failure_signature}"
+            first = next((who for seen, who in shown.items() if same_shape(seen, sig)), None)
+            if first is not None:
+                like = "" if first == pid else f" as {first}"
+                lines.append(f"  {pid} run {o.run_index}: {o.outcome}, the same failure{like}")
                 continue
-            shown.add(o.failure_signature)
+            shown[sig] = pid
             lines.append(f"  {pid} run {o.run_index}:")
             lines.extend(_indent(failure_text(report.evidence, o)))
         if report.out_dir:
@@ -74,12 +92,16 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     lines = [headline(report)]
     if quiet:
         return lines[0] + "\n"
-    rows = table_rows(report)
-    lines += _table([HEADER, *rows]) if rows else ["(no changed production symbol)"]
+    header: tuple[str, ...]
+    if report.self_test:
+        rows, header = self_test_rows(report), SELF_TEST_HEADER
+    else:
+        rows, header = table_rows(report), HEADER
+    lines += _table([header, *rows]) if rows else ["(no changed production symbol)"]
     if failed := failure_lines(report):
         lines += ["", "failures", *failed]
     lines.append("")
-    if common := harness_error(report.evidence):
+    if not report.self_test and (common := harness_error(report.evidence)):
         lines.append(f"harness    every property errored the same way: {common[:300]}")
         lines.append(f"           a setup problem of the base, not the patch? {SELF_TEST_HINT}")
     if not report.self_test:

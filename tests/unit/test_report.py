@@ -100,7 +100,9 @@ def test_the_table_reserves_exec_and_killed_and_the_failure_text_follows() -> No
 def test_every_property_erroring_alike_points_to_the_self_test() -> None:
     report = Report(receipt=_rejected().receipt, evidence=_all_error())
     assert harness_error(report.evidence) is not None
-    assert "--self-test" in render_text(report)
+    text = render_text(report)
+    assert "--self-test" in text
+    assert "b run 1: error, the same failure as a" in text  # the text is printed once
     assert "--self-test" in render_markdown(report)
 
 
@@ -202,7 +204,8 @@ def test_the_codes_page_and_the_codes_table_agree() -> None:
     rows = _doc_rows(doc, r"R\d")
     assert set(rows) == set(CODES)
     for code, (name, meaning) in CODES.items():
-        assert rows[code][:2] == [name, meaning], code
+        where = "docs/reference/codes.md and CODES in client/verdict/codes.py disagree on"
+        assert rows[code][:2] == [name, meaning], f"{where} {code}: change both"
 
 
 def test_every_posture_has_words() -> None:
