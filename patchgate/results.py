@@ -70,6 +70,8 @@ class RunOutcome:
     failure_signature: str = ""
     duration_ms: int = 0
     executed: tuple[str, ...] = ()  # target code the property's tests called (the reporter's view)
+    #: sha256 of the run's output area (idempotent_io properties; "" when not measured)
+    tree_hash: str = ""
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -111,6 +113,7 @@ class RunOutcome:
             failure_signature=self.failure_signature,
             duration_ms=self.duration_ms,
             executed=list(self.executed),
+            tree_hash=self.tree_hash,
         )
 
     @classmethod
@@ -126,6 +129,7 @@ class RunOutcome:
             failure_signature=msg.failure_signature,
             duration_ms=msg.duration_ms,
             executed=tuple(msg.executed),
+            tree_hash=msg.tree_hash,
         )
 
 

@@ -5,8 +5,9 @@ processes on unix sockets (the executor gets only the public keyring); 3. a Dock
 with scripts/docker.sh only if none answers) and the local ``host`` sandbox image; 4. the billing
 example committed as the base of a fresh git repository; 5. ``patchgate check`` on a passing patch
 (expects admit, exit 0) and on the worked example (expects credits 1/0, coverage 0.5, R1 and R5,
-exit 1); 6. both daemons stopped, sockets and containers removed, the engine stopped if the demo
-started it. Exit 0 when both verdicts are the expected ones.
+fixtures ``match``, the freeze citation FLK-1044, exit 1), both at the example's review clock;
+6. both daemons stopped, sockets and containers removed, the engine stopped if the demo started it.
+Exit 0 when both verdicts are the expected ones.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class Expectation:
     codes: tuple[str, ...] = ()
     credits: tuple[tuple[str, int], ...] = ()
     coverage: float | None = None
+    fixture_status: str | None = None
+    freeze_citations: tuple[str, ...] | None = None
 
     def problems(self, code: int, receipt: dict[str, Any]) -> list[str]:
         """What differs from the expected verdict (empty when it is the expected one)."""
@@ -64,8 +67,17 @@ class Expectation:
                 out.append(f"credit of {symbol} is {credits.get(symbol)}, expected {points}")
         if self.coverage is not None and receipt.get("coverage") != self.coverage:
             out.append(f"coverage {receipt.get('coverage')}, expected {self.coverage}")
+        for name in ("fixture_status", "freeze_citations"):
+            want = getattr(self, name)
+            got = receipt.get(name)
+            if want is not None and (list(want) if isinstance(want, tuple) else want) != got:
+                out.append(f"{name} {got!r}, expected {want!r}")
         return out
 
+
+# The example's review clock: its flake FLK-1044 (which quarantines a property) is dated, so the
+# demo reviews at the clock of the reference receipt, and reproduces it on any day.
+REVIEW_CLOCK = "2026-10-01T12:00:00Z"
 
 CASES = (
     Expectation(name="passing", patch="prorate_refactor.patch", exit_code=0, admit=True),
@@ -77,6 +89,8 @@ CASES = (
         codes=("R1", "R5"),
         credits=(("billing.prorate", 1), ("billing.invoice_total", 0)),
         coverage=0.5,
+        fixture_status="match",
+        freeze_citations=("FLK-1044",),
     ),
 )
 
@@ -142,6 +156,7 @@ def _check(
         "--signer", lane.signer.address,
         "--executor", lane.executor.address,
         "--operator-keyring", lane.operator_keyring,
+        "--clock", REVIEW_CLOCK,
         "--out", str(ledgers),
     ]  # fmt: skip
     sys.stdout.write(f"\n=== {case.name}: patchgate check --patch {case.patch} ===\n")

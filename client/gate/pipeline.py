@@ -116,6 +116,11 @@ def _static_findings(st: _State, facts: Facts) -> Facts:
 def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
     if not st.scored:
         facts = _static_findings(st, facts)
+    if s.override_by is not None:
+        st.reasons.append(
+            f"override by {s.override_by}: {s.override_reason} (recorded in the receipt, never "
+            "applied: the verdict is the gate's)"
+        )
     verdict = merge(facts)
     receipt = build_receipt(
         review_clock=st.review_clock,
@@ -189,6 +194,22 @@ def remote_not_run(*, local_ran: bool, local_green: bool, confirmable: bool) -> 
     if local_ran and not local_green:
         return "the local lane did not pass every run of every property"
     return ""
+
+
+def _record_remote(
+    st: _State, remote: LaneResult | None, rstab: dict[str, Stability], not_run: str
+) -> None:
+    """``lanes.remote``: what the remote lane confirmed, or why it did not run. An unreachable
+    remote lane is an availability miss: recorded in ``transport``, never a verdict."""
+    if remote is None:
+        st.lanes["remote"] = {"status": "not_run", "reason": not_run}
+        st.reasons.append(f"remote lane not run: {not_run}")
+        return
+    st.transport.extend({**t.to_json(), "lane": "remote", "retried": True} for t in remote.retried)
+    st.transport.extend({**t.to_json(), "lane": "remote"} for t in remote.transport)
+    summary = remote.summary({k: v.status for k, v in rstab.items()})
+    st.lanes["remote"] = {"status": "ran", **summary}
+    st.reasons.extend(f"remote lane: {r}" for r in remote.refusals)
 
 
 def _reject_provenance(s: CheckSettings, st: _State, why: str) -> CheckResult:
@@ -326,10 +347,12 @@ class _Check:
         # No local executor (``check --remote-only``): the remote lane is the only evidence.
         local = lane("local", s.executors, suite) if s.executors else LaneResult(lane="local")
         ids = [p.id for p in suite]
+        # idempotent_io: two applies must also leave the same output tree
+        io = {p.id for p in suite if p.property_class == "idempotent_io"}
         st.seen = dataclasses.replace(
             st.seen, outcomes=tuple(local.outcomes), logs=tuple(local.logs)
         )
-        stab = assess_all(ids, local.outcomes, s.runs)
+        stab = assess_all(ids, local.outcomes, s.runs, same_tree=io)
         # The remote lane confirms a green local lane: it starts only after every local run
         # passed, and only for pure_fn properties (the class whose result cannot depend on where
         # it ran). Otherwise lanes.remote says why it did not run.
@@ -349,18 +372,8 @@ class _Check:
         st.transport.extend(t.to_json() for t in local.transport)
         st.lanes = {"local": local.summary({k: v.status for k, v in stab.items()}), "remote": {}}
         st.reasons.extend(local.refusals)
-        if s.remote_executor and remote is None:
-            st.lanes["remote"] = {"status": "not_run", "reason": not_run}
-            st.reasons.append(f"remote lane not run: {not_run}")
-        if remote is not None:
-            # An unreachable remote lane is an availability miss: recorded, never a verdict.
-            st.transport.extend(
-                {**t.to_json(), "lane": "remote", "retried": True} for t in remote.retried
-            )
-            st.transport.extend({**t.to_json(), "lane": "remote"} for t in remote.transport)
-            summary = remote.summary({k: v.status for k, v in rstab.items()})
-            st.lanes["remote"] = {"status": "ran", **summary}
-            st.reasons.extend(f"remote lane: {r}" for r in remote.refusals)
+        if s.remote_executor:
+            _record_remote(st, remote, rstab, not_run)
         if not s.executors:
             return self.remote_only(suite, classes, rstab)
         incomplete = bool(local.transport) or any(v.status == "incomplete" for v in stab.values())
@@ -399,7 +412,10 @@ class _Check:
         st.scored = True
         st.reasons.extend(report.notes)
         st.reasons.extend(f"property miss: {p} failed both local runs" for p in report.misses)
-        st.reasons.extend(f"unstable: {p} disagreed between its two runs" for p in report.unstable)
+        st.reasons.extend(
+            f"unstable: {p} {stab[p].reason or 'disagreed between its two runs'}"
+            for p in report.unstable
+        )
         st.codes = rejection_codes(
             symbol_codes=report.codes,
             freeze_problems=[*st.freeze_problems, *mismatches],

@@ -27,8 +27,10 @@ CODES = MappingProxyType(
         ),
         "R3": (
             "freeze as oracle",
-            "the only evidence offered for a changed symbol is a freeze citation: the covering "
-            "test is skipped or xfailed citing a flake id",
+            "a freeze citation is the only signal offered for a changed symbol: every property "
+            "that covers it is skipped or xfailed citing a flake id. Beside a real predicate "
+            '(passing or not) a citation is listed in `freeze_citations` and judged "a freeze '
+            'citation, never evidence", without `R3`',
         ),
         "R4": (
             "unknown, expired or mismatched freeze id",
@@ -62,7 +64,9 @@ CODES = MappingProxyType(
         "R9": (
             "fixture drift between two pins",
             "with `--second-pin`, the suite gave different statuses on the two pins, or the "
-            "patched tree's fixtures do not satisfy the second pin",
+            "second pin's bytes (the patched tree's fixtures, `--second-pin-tree` or "
+            "`--second-pin-rev`) do not satisfy it. A second pin that copies the first (same "
+            "digest or pin id) is refused instead (`dual_pin: refused`, no `R9`)",
         ),
     }
 )
