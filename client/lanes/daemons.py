@@ -113,6 +113,8 @@ def start_daemon(name: str, args: list[str], address: str, log_path: Path) -> Da
         raise
     except BaseException:  # interrupted while waiting: stop what was started, by its pid
         stop_pid(proc.pid, grace=2.0)
+        if address.startswith("unix:"):  # a daemon killed after the grace leaves its socket
+            Path(address[len("unix:") :]).unlink(missing_ok=True)
         raise
     return daemon
 

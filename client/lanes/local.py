@@ -102,60 +102,54 @@ def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
     (state / "executor").mkdir(exist_ok=True)
     signer_addr = f"unix:{sock_dir / 'signer.sock'}"
     executor_addr = f"unix:{state / 'executor' / 'executor.sock'}"
-    say(f"starting patchgate-signerd on {signer_addr}")
-    signer = start_daemon(
-        "patchgate-signerd",
-        [
-            "serve",
-            "--key",
-            str(key),
-            "--listen",
-            signer_addr,
-            "--audit-log",
-            str(state / "audit.log"),
-        ],
-        signer_addr,
-        state / "logs" / "signerd.log",
-    )
     instance = lane_instance(state)
-    exec_args = [
-        "serve",
-        "--operator-keyring",
-        str(keyring),
-        "--listen",
-        executor_addr,
-        "--image",
-        settings.image,
-        "--runtime",
-        settings.runtime,
-        "--instance",
-        instance,
-    ]
-    if settings.max_parallel:
-        exec_args += ["--max-parallel", str(settings.max_parallel)]
-    say(f"starting patchgate-executord on {executor_addr} (image {settings.image}, {instance})")
-    executor = None
-    try:
-        executor = start_daemon(
-            "patchgate-executord", exec_args, executor_addr, state / "logs" / "executord.log"
+    started: list[DaemonProc] = []
+    try:  # a failure or Ctrl-C/SIGTERM: no daemon is left running without a lane.json
+        say(f"starting patchgate-signerd on {signer_addr}")
+        started.append(
+            start_daemon(
+                "patchgate-signerd",
+                ["serve", "--key", str(key), "--listen", signer_addr,
+                 "--audit-log", str(state / "audit.log")],
+                signer_addr,
+                state / "logs" / "signerd.log",
+            )
+        )  # fmt: skip
+        say(f"starting patchgate-executord on {executor_addr} (image {settings.image}, {instance})")
+        started.append(
+            start_daemon(
+                "patchgate-executord",
+                _executor_args(settings, keyring, executor_addr, instance),
+                executor_addr,
+                state / "logs" / "executord.log",
+            )
         )
         lane = LaneState(
             state_dir=str(state),
             operator_keyring=str(keyring),
-            signer=signer,
-            executor=executor,
+            signer=started[0],
+            executor=started[1],
             instance=instance,
         )
         lane.save()
         write_settings(state, check_table(lane))
-    except BaseException:  # a failure or Ctrl-C/SIGTERM: no daemon is left without a lane.json
-        for d in (executor, signer):
-            if d is not None:
-                stop_pid(d.pid)
-                _remove_socket(d)
+    except BaseException:
+        for d in reversed(started):
+            stop_pid(d.pid)
+            _remove_socket(d)
         (state / "lane.json").unlink(missing_ok=True)
         raise
     return lane
+
+
+def _executor_args(settings: LaneSettings, keyring: Path, address: str, instance: str) -> list[str]:
+    args = [
+        "serve", "--operator-keyring", str(keyring), "--listen", address,
+        "--image", settings.image, "--runtime", settings.runtime, "--instance", instance,
+    ]  # fmt: skip
+    if settings.max_parallel:
+        args += ["--max-parallel", str(settings.max_parallel)]
+    return args
 
 
 def lane_down(state_dir: Path, say: Callable[[str], None]) -> bool:

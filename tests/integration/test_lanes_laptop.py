@@ -217,7 +217,8 @@ def test_a_signal_during_up_leaves_no_daemon_running(
             proc.kill()
             proc.wait(10)
     assert proc.returncode == code, stderr
-    assert _processes_naming(str(state)) == []
+    left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _processes_naming(str(state))}
+    assert left == {}, stderr
     assert not (state / "lane.json").exists()
     assert not (state / "signer" / "signer.sock").exists()
 
