@@ -66,7 +66,8 @@ property whose result is transport only is re-run once (see docs/lanes.md).
 _EPILOG = """\
 exit codes: 0 admitted · 1 rejected · 2 refused to score (fixture digest) · 3 fixture drift ·
             4 transport/infrastructure failure, nothing scored · 64 usage (unknown --base too) ·
-            78 invalid pins or [tool.patchgate] in the base (every problem, one line each)
+            78 invalid pins or [tool.patchgate] in the base (every problem, one line each);
+               with --self-test: a property fails or errors on the base
 what each rejection code (R1-R9), admission decision and posture means, and what to do next:
   docs/reference/codes.md (every command's exit codes: docs/reference/exit-codes.md)
 """
