@@ -174,3 +174,45 @@ def test_an_oom_killed_batch_falls_back_and_still_scores_the_rest(
     alone = {(pid, r): why for pid, r, why in result.alone}
     assert alone["hog", 1].startswith("its batch was OOM-killed")
     assert alone["hog", 2].startswith("its batch was OOM-killed")
+
+
+SWALLOW = """
+import time
+
+
+def test_swallows_the_alarm():
+    while True:
+        try:
+            time.sleep(60)
+        except BaseException:
+            pass
+
+
+def test_fine():
+    assert True is not False
+"""
+
+
+def test_a_test_that_swallows_the_alarm_is_ended_by_the_deadline_and_falls_back(
+    executor_daemon: ExecutorProc, operator_key, tmp_path: Path
+) -> None:
+    """The alarm is caught and ignored: the batch runs to its deadline, then every member runs
+    alone (the report says why); the swallower is exceeded_bound, its neighbour passes."""
+    case = billing_case(
+        tmp_path,
+        operator_key.signer,
+        extra_files={"properties/test_swallow.py": SWALLOW},
+        properties=(
+            prop("swallow", "properties/test_swallow.py::test_swallows_the_alarm"),
+            prop("fine", "properties/test_swallow.py::test_fine"),
+        ),
+        clock_bound_ms=10000,  # a run alone counts from container start: room for a busy host
+        seed=3,
+    )
+    result = _execute(executor_daemon, case, "run")
+    by = _by(result)
+    assert [by["swallow", r][0] for r in (1, 2)] == ["exceeded_bound", "exceeded_bound"]
+    assert [by["fine", r][0] for r in (1, 2)] == ["pass", "pass"], result.alone
+    alone = {(pid, r): why for pid, r, why in result.alone}
+    assert alone["swallow", 1].startswith("its batch was past its deadline")
+    assert alone["swallow", 2].startswith("its batch was past its deadline")
