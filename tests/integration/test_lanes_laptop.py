@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.fixtures_gate import PATCHES, BillingRepo
+from tests.integration.fixtures_gate import CLOCK, PATCHES, BillingRepo
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -86,6 +86,7 @@ def test_up_check_without_flags_down(
             "check", "--repo", ".", "--base", "HEAD",
             "--patch", str(PATCHES / "prorate_refactor.patch"),
             "--draft-id", "laptop-1", "--drafter", "human", "--out", str(tmp_path / "out"),
+            "--clock", CLOCK,
             cwd=repo, env=env,
         )  # fmt: skip
         assert check.returncode == 0, check.stderr[-2000:]
