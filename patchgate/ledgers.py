@@ -265,6 +265,9 @@ class Receipt(Record):
     dual_pin: str = "not_run"
     #: ``{by, reason, recorded_at}`` of a person's override: documents, never changes, the verdict.
     override: dict[str, str] = field(default_factory=dict)
+    #: The mutation stage: ``{"enabled": false, ...}`` when ``--mutants 0`` turned it off, else
+    #: ``enabled``, ``k`` and per symbol the mutants made, skipped and not run.
+    mutation: dict[str, Any] = field(default_factory=dict)
     admit: bool = False
 
     @classmethod
@@ -273,7 +276,9 @@ class Receipt(Record):
         receipt = super().from_json(obj)
         if receipt.schema not in RECEIPT_SCHEMAS:
             raise LedgerError(f"Receipt: schema {receipt.schema!r} is not one of {RECEIPT_SCHEMAS}")
-        v2_only = ("uncredited", "evidence", "flake_observations", "dual_pin", "override")
+        v2_only = (
+            "uncredited", "evidence", "flake_observations", "dual_pin", "override", "mutation",
+        )  # fmt: skip
         if receipt.schema == RECEIPT_V1 and isinstance(obj, dict) and set(v2_only) & set(obj):
             raise LedgerError(f"Receipt: a {RECEIPT_V1} receipt has no {', '.join(v2_only)}")
         return receipt

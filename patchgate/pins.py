@@ -117,6 +117,9 @@ class ProjectConfig:
     #: Where production modules live, ``""`` being the repository root. Empty: not configured,
     #: which means ``src/`` when the base tree has that directory, else the root.
     source_roots: tuple[str, ...] = ()
+    #: A check with the mutation stage off (``--mutants 0``) may be admitted only when the
+    #: reviewed base configuration says so.
+    allow_unmutated: bool = False
 
     def roots(self, *, has_src: bool) -> tuple[str, ...]:
         """The source roots in effect (``has_src``: the base tree has a ``src/`` directory)."""
@@ -152,7 +155,14 @@ def load_config(source: PinSource) -> ProjectConfig:
     if not isinstance(table, dict):
         raise PinError(where, "tool.patchgate", "expected a table")
     problems = _Problems()
-    known = {"pins_dir", "fixture_root", "oracle_paths", "exclude", "source_roots"}
+    known = {
+        "pins_dir",
+        "fixture_root",
+        "oracle_paths",
+        "exclude",
+        "source_roots",
+        "allow_unmutated",
+    }
     for key in table:
         if key not in known:
             problems.errors.append(PinError(where, f"tool.patchgate.{key}", "unknown setting"))
@@ -168,6 +178,13 @@ def load_config(source: PinSource) -> ProjectConfig:
     if "source_roots" in table:
         with problems.check():
             kwargs["source_roots"] = _source_roots(table["source_roots"], where)
+    if "allow_unmutated" in table:
+        if isinstance(table["allow_unmutated"], bool):
+            kwargs["allow_unmutated"] = table["allow_unmutated"]
+        else:
+            problems.errors.append(
+                PinError(where, "tool.patchgate.allow_unmutated", "expected true or false")
+            )
     problems.raise_any()
     return ProjectConfig(**kwargs)
 

@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 CONFIG_FILE = "patchgate.toml"
+MAX_MUTANTS = 50
 _KNOWN = {
     "signer", "executor", "remote_executor", "operator_keyring", "executor_keyring", "out",
     "executor_concurrency", "isolation",
@@ -116,6 +117,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         choices=("run", "property"),
         help="run (default): each run of the properties sharing a command prefix is one fresh "
         "sandbox; property: each run of each property is its own sandbox",
+    )
+    p.add_argument(
+        "--mutants",
+        type=_mutants,
+        default=4,
+        metavar="K",
+        help="mutants per changed symbol that would earn credit (default 4); a property must "
+        "kill one to credit it. 0 turns the stage off: such a check is not admitted unless the "
+        "reviewed configuration says allow_unmutated = true",
     )
     p.add_argument(
         "--second-pin",
@@ -291,6 +301,17 @@ def base_config(repo: Path, commit: str) -> PinSet:
         raise ConfigError([str(exc)]) from None
 
 
+def _mutants(text: str) -> int:
+    """``--mutants K``: a whole number from 0 to 50."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if not 0 <= k <= MAX_MUTANTS:
+        raise argparse.ArgumentTypeError(f"expected 0 to {MAX_MUTANTS}, not {k}")
+    return k
+
+
 def _isolation(value: object) -> str:
     if value not in ("run", "property"):
         raise UsageError(f"isolation must be run or property, not {value!r}")
@@ -361,6 +382,7 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
         executor_keyring=_path(args.executor_keyring, conf, "executor_keyring"),
         executor_concurrency=concurrency,
         isolation=_isolation(args.isolation or conf.get("isolation") or "run"),
+        mutants=args.mutants,
         **_statements(args),
     )
 

@@ -20,9 +20,11 @@ from typing import Any
 from client.gate import steps
 from client.gate.evidence import locate_properties, locate_symbols, write_run_logs
 from client.gate.execution import LaneResult
+from client.gate.mutation import score_with_evidence
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
 from client.gate.secondpin import second_pin_step
 from client.gate.settings import CheckSettings
+from client.gate.targets import SymbolSite, locate, targets_of
 from client.gate.workspace import PatchApplyError, Workspace, base_pins, materialize
 from client.verdict.admission import decide
 from client.verdict.credit import CreditReport, CreditRow, rejection_codes, score
@@ -85,6 +87,7 @@ class _State:
     classes: dict[str, str] = field(default_factory=dict)
     scored: bool = False
     dual_pin: str = "not_run"
+    mutation: dict[str, Any] = field(default_factory=dict)  # the receipt's ``mutation`` entry
     seen: Evidence = field(default_factory=Evidence)  # what the report shows (CheckResult)
 
     def take(self, report: CreditReport) -> None:
@@ -144,6 +147,7 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         lanes=st.lanes,
         dual_pin=st.dual_pin,
         override=_override(s),
+        mutation=st.mutation,
     )
     receipt.write(s.out / FILE_NAMES["receipt"])
     write_run_logs(s.out, st.seen.logs)
@@ -237,6 +241,8 @@ class _Check:
     say: Callable[[str], None]
     #: Properties quarantined by a valid freeze citation: not run, still judged (a citation).
     held: list[PropertyPin] = field(default_factory=list)
+    #: Where each changed symbol is defined in the patched tree (the executor's targets).
+    sites: dict[str, SymbolSite] = field(default_factory=dict)
 
     def done(self, **facts: Any) -> CheckResult:
         return _finish(
@@ -251,6 +257,7 @@ class _Check:
         for entry in unknown:
             self.say(f"warning: covers entry names no symbol of the base tree: {entry}")
         st.symbols, st.excluded = changed.symbols, changed.excluded_paths
+        self.sites = locate(ws, pins, st.symbols)
         st.seen = Evidence(
             symbols=locate_symbols(ws, pins, st.symbols),
             properties=locate_properties(ws.patched_dir, pins.properties),
@@ -342,6 +349,7 @@ class _Check:
                 fixture_root=fixture_root,
                 executor_keyring=executor_keyring,
                 say=self.say,
+                targets=targets_of(self.sites),
             )
 
         # No local executor (``check --remote-only``): the remote lane is the only evidence.
@@ -401,13 +409,21 @@ class _Check:
         st.dual_pin = second.status
         if second.drift is None:
             return self.done(local_transport=True)
-        report = score(
-            changed_symbols=st.symbols,
-            suite=[*suite, *self.held],
-            assertion_classes=classes,
-            local=stab,
-            remote=rstab,
-        )
+        # Credit is evidence: the runs executed the symbol, and (the mutation stage) the property
+        # killed a mutant of it (client.gate.mutation).
+        report, st.mutation = score_with_evidence(
+            s, symbols=st.symbols, suite=[*suite, *self.held], classes=classes, local=stab,
+            remote=rstab, sites=self.sites, patched=self.ws.patched_dir,
+            allow_unmutated=pins.config.allow_unmutated, envelope=envelope,
+            digest=st.fixture_digest, fixture_root=fixture_root,
+            executor_keyring=executor_keyring, patch_sha256=st.patch_sha256, say=self.say,
+        )  # fmt: skip
+        unmutated = s.mutants <= 0 and not pins.config.allow_unmutated
+        if unmutated:
+            st.reasons.append(
+                "mutation stage off (--mutants 0): not admitted unless the reviewed "
+                "configuration says allow_unmutated = true"
+            )
         st.take(report)
         st.scored = True
         st.reasons.extend(report.notes)
@@ -429,6 +445,7 @@ class _Check:
             property_misses=[p for p in report.misses if p not in flaked],
             flake_observed=bool(observations),
             second_pin_agrees=second.agrees,
+            unmutated=unmutated,
         )
 
     def remote_only(

@@ -40,6 +40,9 @@ class CheckSettings:
     operator_keyring: Path | None = None
     executor_keyring: Path | None = None
     runs: int = 2
+    #: Mutants per changed symbol that would earn credit (0: the stage is off; such a check is
+    #: admitted only when the reviewed configuration says ``allow_unmutated = true``).
+    mutants: int = 4
     executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1
     isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run
     #: Provenance the operator states: the model that drafted the patch (blank unless given;

@@ -18,6 +18,7 @@ from client.analysis.touched import Touched, base_symbols, judge
 from client.gate import durations
 from client.gate.execution import LaneResult, run_lane
 from client.gate.settings import CheckSettings
+from client.gate.targets import Target, targeted_connect
 from client.gate.workspace import Workspace
 from client.verdict.credit import check_freezes
 from client.verdict.flakes import FlakeObservation
@@ -263,8 +264,10 @@ def execute(
     fixture_root: str,
     executor_keyring: Keyring | None,
     say: Say,
+    targets: Sequence[Target] = (),
 ) -> LaneResult:
-    """Run the suite on one lane (see client.gate.execution)."""
+    """Run the suite on one lane (see client.gate.execution); every Execute sends ``targets``,
+    the changed symbols' code (client.gate.targets)."""
     tls = s.remote_tls if lane == "remote" else s.executor_tls
     say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
     memory = durations.default_path()
@@ -284,6 +287,7 @@ def execute(
         concurrency=s.executor_concurrency,
         isolation=s.isolation,
         costs=durations.load(memory, suite) if s.isolation == "run" else {},
+        connect=targeted_connect(lane, tls, executor_keyring, targets) if targets else None,
     )
     durations.save(memory, suite, result.outcomes)  # spreads the next check; decides nothing
     return result

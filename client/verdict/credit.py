@@ -78,6 +78,10 @@ class CreditRow:
     run2: str
     credit: int
     note: str = ""
+    #: the table's ``exec`` (yes/no: both runs executed the symbol; - not traced or not run) and
+    #: ``killed`` (killed/mutants run; - the stage was off or did not reach this pair)
+    executed: str = "-"
+    killed: str = "-"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,6 +207,12 @@ def _evidence(
     return out
 
 
+def _killed_cell(mutation: MutationResult | None, pid: str) -> str:
+    if mutation is None or not mutation.ran.get(pid):
+        return "-"
+    return f"{mutation.killed.get(pid, 0)}/{mutation.ran[pid]}"
+
+
 def score(
     *,
     changed_symbols: Sequence[str],
@@ -273,6 +283,8 @@ def score(
                     run2=run2,
                     credit=credit,
                     note=why,
+                    executed="-" if hit is None or lstab is None else ("yes" if hit else "no"),
+                    killed=_killed_cell(mut, prop.id),
                 )
             )
         credits[symbol] = best

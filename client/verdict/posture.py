@@ -15,8 +15,9 @@ earlier failure::
     local_transport     a local run missing (transport)                 unavailable           4
     drift               R9 (two pins disagree)                          reject_fixture_drift  3
     property_miss       a suite property failed both runs               reject_property_miss  1
-    credit              coverage < 1, no changed symbol, any code, or an
-                        unstable / unpassed suite property              reject_credit         1
+    credit              coverage < 1, no changed symbol, any code, an
+                        unstable / unpassed suite property, or the
+                        mutation stage off without allow_unmutated      reject_credit         1
     flake               passed except a matching flake observation      review                0
     pins_agree          passed, and a second pin agrees                 review                0
     passed              passed on one pin                               human_review          0
@@ -59,6 +60,8 @@ class Facts:
     suite_passed: bool = False
     flake_observed: bool = False
     second_pin_agrees: bool | None = None
+    #: the mutation stage was off and the reviewed configuration does not allow that
+    unmutated: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,7 +91,7 @@ def _row(f: Facts) -> tuple[str, str]:
     for hit, row, posture in table:
         if hit:
             return row, posture
-    if codes or f.changed_symbols == 0 or f.coverage < 1.0 or not f.suite_passed:
+    if codes or f.changed_symbols == 0 or f.coverage < 1.0 or not f.suite_passed or f.unmutated:
         return "credit", "reject_credit"
     if f.flake_observed:
         return "flake", "review"

@@ -47,6 +47,7 @@ def build_receipt(
     lanes: Mapping[str, Any] | None = None,
     dual_pin: str = "not_run",
     override: Mapping[str, str] | None = None,
+    mutation: Mapping[str, Any] | None = None,
 ) -> Receipt:
     """A v2 Receipt; every changed symbol has a credit entry (0 unless earned).
 
@@ -77,6 +78,7 @@ def build_receipt(
         lanes=lane_map,
         dual_pin=dual_pin,
         override=dict(override or {}),
+        mutation=dict(mutation or {}),
         admit=admit,
     )
 
