@@ -165,6 +165,8 @@ def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
     _format(args)  # a contradiction is a usage error before anything runs
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit {args.junit}: is a directory")
+    if args.junit is not None and not args.junit.absolute().parent.is_dir():
+        raise UsageError(f"--junit {args.junit}: {args.junit.absolute().parent} is no directory")
     progress = Progress(verbose=bool(getattr(args, "verbose", False)), quiet=args.quiet)
     try:
         if args.self_test:

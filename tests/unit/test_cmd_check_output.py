@@ -125,3 +125,14 @@ def test_a_terminal_gets_one_live_line_with_done_total_and_elapsed() -> None:
     text = out.getvalue()
     assert text.count("\n") == 1  # one line, rewritten in place
     assert "\r\x1b[K[local 2/2 0:00] p.a on" in text
+
+
+def test_a_junit_file_that_cannot_be_written_is_refused_before_the_check(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["check", "--repo", str(repo), "--base", "HEAD", "--patch", "p", "--signer",
+              "unix:/nonexistent/s", "--executor", "unix:/nonexistent/e"]  # fmt: skip
+    assert main([*common, "--junit", str(tmp_path / "no" / "such" / "dir" / "j.xml")]) == 64
+    assert "is no directory" in capsys.readouterr().err
+    assert main([*common, "--junit", str(tmp_path)]) == 64
+    assert "is a directory" in capsys.readouterr().err
