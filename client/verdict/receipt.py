@@ -160,6 +160,7 @@ def _v2_problems(r: Receipt, zero: set[str]) -> list[str]:
             isinstance(x, list) and len(x) >= 2 and set(x) == {"pass"} for x in runs
         ):
             out.append(f"{symbol}: credited without a property that passed every run")
+    out.extend(_evidence_problems(r))
     if r.dual_pin not in DUAL_PIN:
         out.append(f"unknown dual_pin {r.dual_pin!r}")
     elif (r.dual_pin == "drift") != ("R9" in r.rejection_codes):
@@ -171,6 +172,42 @@ def _v2_problems(r: Receipt, zero: set[str]) -> list[str]:
     for n, obs in enumerate(r.flake_observations):
         if not all(isinstance(obs.get(k), str) and obs.get(k) for k in _FLAKE_KEYS):
             out.append(f"flake_observations[{n}]: needs {', '.join(_FLAKE_KEYS)}")
+    return out
+
+
+def _evidence_problems(r: Receipt) -> list[str]:
+    """Credit is evidence: a credit needs a covering property whose runs executed the symbol and
+    which, when the mutation stage ran, killed a mutant; the counts agree with the survivors."""
+    out: list[str] = []
+    mutated = bool(r.mutation.get("enabled")) if r.mutation else None
+    for symbol, by_prop in sorted(r.evidence.items()):
+        for pid, e in sorted(by_prop.items()):
+            if not isinstance(e, dict) or "mutants" not in e:
+                continue
+            mutants, killed, survivors = e.get("mutants"), e.get("killed"), e.get("survivors")
+            if not (
+                isinstance(mutants, int)
+                and isinstance(killed, int)
+                and isinstance(survivors, list)
+                and 0 <= killed <= mutants
+                and len(survivors) == mutants - killed
+            ):
+                out.append(f"{symbol} / {pid}: mutants, killed and survivors disagree")
+    if not r.mutation:
+        return out  # a receipt from before the stage, or a check stopped before scoring
+    for symbol, credit in sorted(r.credits.items()):
+        if not credit:
+            continue
+        shown = [e for e in r.evidence.get(symbol, {}).values() if isinstance(e, dict)]
+        if not any(e.get("executed") is True for e in shown):
+            out.append(f"{symbol}: credited, but no covering property executed it")
+        elif mutated and not any(
+            e.get("executed") is True and isinstance(e.get("killed"), int) and e["killed"] >= 1
+            for e in shown
+        ):
+            out.append(f"{symbol}: credited, but no covering property killed a mutant of it")
+    if mutated is False and r.admit and not r.mutation.get("allow_unmutated"):
+        out.append("admit is true with the mutation stage off and allow_unmutated not set")
     return out
 
 

@@ -180,3 +180,53 @@ def test_an_admitting_receipt_with_not_applicable_fixtures_is_consistent() -> No
 def test_a_v1_receipt_is_not_held_to_the_v2_rules() -> None:
     r = Receipt.from_json(V1)  # credit 0 and R1, but no uncredited: fine for v1
     assert receipt_problems(r) == []
+
+
+# Credit is evidence: verify-receipt holds a credit to executed and a kill.
+
+_EXECUTED_KILLED = {
+    "runs": ["pass", "pass"], "assertion_class": "property", "executed": True, "mutants": 4,
+    "killed": 1, "survivors": ["pass at line 3", "arith at line 5", "compare at line 4"],
+}  # fmt: skip
+_MUTATED = {"enabled": True, "k": 4, "symbols": {}}
+
+
+def _mutated(**entry: object) -> Receipt:
+    return _consistent(
+        evidence={"billing.prorate": {"p.a": {**_EXECUTED_KILLED, **entry}}}, mutation=_MUTATED
+    )
+
+
+def test_a_credit_with_execution_and_a_kill_is_consistent() -> None:
+    assert receipt_problems(_mutated()) == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ({"executed": False}, "no covering property executed it"),
+        ({"killed": 0, "survivors": ["a", "b", "c", "d"]}, "killed a mutant"),
+        ({"killed": 2}, "mutants, killed and survivors disagree"),
+        ({"mutants": 0, "killed": 1, "survivors": []}, "disagree"),
+    ],
+)
+def test_a_credit_without_its_evidence_is_a_contradiction(
+    entry: dict[str, object], says: str
+) -> None:
+    problems = receipt_problems(_mutated(**entry))
+    assert any(says in p for p in problems), problems
+
+
+def test_an_admitted_check_without_mutants_needs_allow_unmutated() -> None:
+    def admitted(mutation: dict[str, object]) -> Receipt:
+        entry = {**_EXECUTED_KILLED, "mutants": 0, "killed": 0, "survivors": []}
+        return _receipt(
+            credits={"billing.prorate": 1, "billing.invoice_total": 1}, coverage=1.0,
+            rejection_codes=[], posture="human_review", admit=True, fixture_status="match",
+            evidence={s: {"p": entry} for s in ("billing.prorate", "billing.invoice_total")},
+            mutation=mutation,
+        )  # fmt: skip
+
+    assert receipt_problems(admitted({"enabled": False, "allow_unmutated": True})) == []
+    problems = receipt_problems(admitted({"enabled": False, "allow_unmutated": False}))
+    assert any("mutation stage off" in p for p in problems), problems
