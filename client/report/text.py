@@ -1,10 +1,10 @@
 """The summary a person reads on a terminal after ``patchgate check``.
 
 The first line is the verdict (``ADMITTED`` or ``REJECTED: <posture in words>``); then the credit
-table (``exec`` and ``killed`` are reserved for the mutation stage and show ``-`` until the
-evidence has them), the failure text of each failed property with its log excerpt, coverage, the
-uncredited symbols with their reasons, each code with its meaning, and the rest of the receipt in
-short lines. ``--quiet`` prints the first line alone.
+table (``exec``: did both runs execute the symbol, ``killed``: mutants killed/run; ``-`` when the
+evidence does not have them), the failure text of each failed property with its log excerpt,
+coverage, the uncredited symbols with their reasons, each code with its meaning, and the rest of
+the receipt in short lines. ``--quiet`` prints the first line alone.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ __all__ = ["render_text", "self_test_rows", "table_rows"]
 
 HEADER = ("symbol", "property", "class", "run 1", "run 2", "exec", "killed", "credit")
 SELF_TEST_HEADER = ("property", "run 1", "run 2")
-_NOT_YET = "-"  # exec / killed: the mutation stage does not exist yet
+_NOT_YET = "-"  # exec / killed: not traced, or the mutation stage did not reach the pair
 SELF_TEST_HINT = "run `patchgate check --self-test` on the base to see the setup error"
 
 
@@ -39,8 +39,8 @@ def table_rows(report: Report) -> list[tuple[str, ...]]:
     """The credit table's rows (one per symbol and property offered for it)."""
     r = report.receipt
     rows: list[tuple[str, ...]] = [
-        (x.symbol, x.property_id, x.assertion_class, x.run1, x.run2, _NOT_YET, _NOT_YET,
-         str(x.credit))
+        (x.symbol, x.property_id, x.assertion_class, x.run1, x.run2, x.executed or _NOT_YET,
+         x.killed or _NOT_YET, str(x.credit))
         for x in report.rows
     ]  # fmt: skip
     if not rows:

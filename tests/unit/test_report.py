@@ -37,7 +37,7 @@ def _rejected() -> Report:
         CreditRow(symbol="billing.total", property_id="p.total", assertion_class="predicate",
                   run1="fail", run2="fail", credit=0),
         CreditRow(symbol="billing.net", property_id="p.net", assertion_class="predicate",
-                  run1="pass", run2="pass", credit=1),
+                  run1="pass", run2="pass", credit=1, executed="yes", killed="3/4"),
     ]  # fmt: skip
     failure = "tests/test_total.py::test_total: AssertionError at tests/test_total.py:17"
     ev = Evidence(
@@ -90,6 +90,7 @@ def test_the_table_reserves_exec_and_killed_and_the_failure_text_follows() -> No
     assert header == ["symbol", "property", "class", "run", "1", "run", "2", "exec", "killed",
                       "credit"]  # fmt: skip
     assert re.search(r"billing\.total\s+p\.total\s+predicate\s+fail\s+fail\s+-\s+-\s+0", text)
+    assert re.search(r"billing\.net\s+p\.net\s+predicate\s+pass\s+pass\s+yes\s+3/4\s+1", text)
     assert "E  assert 3 == 4" in text  # the log excerpt under the table
     assert "p.total run 2: fail, the same failure" in text
     assert "uncredited billing.total: its property failed both runs" in text
