@@ -20,8 +20,10 @@ batch's outcome and which are re-run alone (docs/executor.md, "Batched runs").
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +40,7 @@ __all__ = [
     "batch_outcomes",
     "node_arguments",
     "property_outcome",
+    "tree_of",
 ]
 
 MAX_RECORD_BYTES = 128 << 10
@@ -46,6 +49,7 @@ MAX_FAILURE_CHARS = 4096
 MAX_NODEID_CHARS = 4096
 MISSING = "missing from the test report: "
 _MAX_PROBLEMS = 4
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 _ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip", "exceeded_bound"})
 _PYTEST_OK, _PYTEST_FAILED = 0, 1
 
@@ -59,6 +63,7 @@ class ItemRecord:
     duration_ms: int
     failure: str
     executed: tuple[str, ...]
+    tree: str = ""  # sha256 hex of the test's output area when it ended ("" when not measured)
 
 
 @dataclass
@@ -137,12 +142,16 @@ class RecordLog:
         executed = rec["executed"]
         if not isinstance(executed, list):
             raise TypeError("executed")
+        tree = rec.get("tree", "")
+        if not isinstance(tree, str) or (tree and not _HEX64.fullmatch(tree)):
+            raise TypeError("tree")
         item = ItemRecord(
             nodeid=_text(rec["nodeid"], MAX_NODEID_CHARS),
             outcome=str(rec["outcome"]),
             duration_ms=int(rec["duration_ms"]),
             failure=_text(rec["failure"], MAX_FAILURE_CHARS),
             executed=tuple(sorted({_text(e, MAX_NODEID_CHARS) for e in executed})),
+            tree=tree,
         )
         if item.outcome not in _ITEM_OUTCOMES:
             raise ValueError(item.outcome)
@@ -239,6 +248,7 @@ class BatchVerdict:
     outcome: tuple[str, str, tuple[str, ...]] | None
     alone: str = ""  # the reason it is re-run alone ("" when ``outcome`` stands)
     duration_ms: int = 0  # the property's items' durations in the batch
+    tree: str = ""  # the property's output tree (see ``tree_of``); "" when not measured
 
 
 def batch_outcomes(
@@ -289,7 +299,7 @@ def batch_outcomes(
             if got[0] == "error" and got[1].startswith(MISSING):
                 out[pid] = BatchVerdict(None, "missing from its batch's report", ms)
             else:
-                out[pid] = BatchVerdict(got, "", ms)
+                out[pid] = BatchVerdict(got, "", ms, tree_of(log, node_args))
             continue
         if log.problems or missing or not log.started or log.plugin != plugin:
             out[pid] = BatchVerdict(None, why, ms)
@@ -307,6 +317,18 @@ def batch_outcomes(
         else:
             out[pid] = BatchVerdict(None, why, ms)
     return out
+
+
+def tree_of(log: RecordLog, node_args: Sequence[str]) -> str:
+    """The output tree one property's tests left: its test's tree hash, or for several tests the
+    sha256 of their ``nodeid tree`` lines; "" when a test is missing or did not report one."""
+    items, missing = _items_of(log, node_args)
+    if missing or not items or not all(i.tree for i in items.values()):
+        return ""
+    if len(items) == 1:
+        return next(iter(items.values())).tree
+    lines = "\n".join(f"{n} {i.tree}" for n, i in sorted(items.items()))
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def _disagree(exit_code: int | None, reported: str) -> str:

@@ -36,7 +36,13 @@ from executord.channel import (
 from executord.checks import check_request
 from executord.errors import FailedPrecondition, SandboxError
 from executord.output import TAIL_BYTES, OutputCapture, printable
-from executord.records import BatchVerdict, batch_outcomes, node_arguments, property_outcome
+from executord.records import (
+    BatchVerdict,
+    batch_outcomes,
+    node_arguments,
+    property_outcome,
+    tree_of,
+)
 from executord.reporter import FILES, MODULE, REPORTER_DIR
 from executord.request import ExecuteInput, PropertyRun
 from executord.sandbox import ContainerRuntime, ContainerSpec, Mount, SandboxPolicy, run_container
@@ -371,7 +377,7 @@ class Executor:
                 if v.outcome is not None:
                     status, failure, executed = v.outcome
                     state.results[(pid, r)] = RunOutcome.make(
-                        pid, r, status, failure, v.duration_ms, executed=executed
+                        pid, r, status, failure, v.duration_ms, executed=executed, tree_hash=v.tree
                     )
         return {pid: v.alone for pid, v in verdicts.items() if v.outcome is None}
 
@@ -559,7 +565,13 @@ class Executor:
                 records, node_args, done.exit_code, PLUGIN_PATH
             )
             outcome = RunOutcome.make(
-                prop.id, run_index, status, failure, done.run_ms, executed=executed
+                prop.id,
+                run_index,
+                status,
+                failure,
+                done.run_ms,
+                executed=executed,
+                tree_hash=tree_of(records, node_args),
             )
         collect = int((time.monotonic() - t0) * 1000)
         emit(Progress(prop.id, run_index, "done", outcome.outcome))

@@ -86,6 +86,7 @@ class RunOutcome:
         failure: str = "",
         duration_ms: int = 0,
         executed: tuple[str, ...] = (),
+        tree_hash: str = "",
     ) -> RunOutcome:
         """Build with the normalized signature and its outcome hash."""
         sig = normalize_failure(failure) if outcome != "pass" else ""
@@ -97,6 +98,7 @@ class RunOutcome:
             failure_signature=sig,
             duration_ms=duration_ms,
             executed=tuple(executed),
+            tree_hash=tree_hash,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -26,11 +26,14 @@ the alarm got through; one that blocks the alarm for good is ended by the sandbo
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
 import signal
+import stat
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Generator
@@ -145,6 +148,73 @@ def _failure_text(report: pytest.TestReport) -> str:
     return text[:MAX_FAILURE_CHARS]
 
 
+# The output area: each test gets its own directory, named from its node id, in $PATCHGATE_OUTPUT
+# while it runs; its tree is hashed when the test ends (an idempotent_io property's two applies
+# must leave the same tree). Hashed inside the sandbox: an integrity signal, not a boundary.
+OUTPUT_ROOT = os.path.join(tempfile.gettempdir(), "patchgate-output")
+_TREE_MAX_ENTRIES = 10_000
+_TREE_MAX_BYTES = 256 << 20
+
+
+def _output_dir(nodeid: str) -> str:
+    return os.path.join(OUTPUT_ROOT, hashlib.sha256(nodeid.encode()).hexdigest()[:16])
+
+
+def tree_hash(root: str) -> str:
+    """sha256 hex of the tree under ``root`` (paths, kinds, bytes, link targets; links never
+    followed); "" when it is larger than the caps (not measured)."""
+    lines: list[str] = []
+    budget = [_TREE_MAX_ENTRIES, _TREE_MAX_BYTES]
+
+    def walk(path: str, rel: str) -> bool:
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except OSError:
+            return True
+        for e in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            name = f"{rel}/{e.name}" if rel else e.name
+            mode = e.stat(follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                lines.append(f"l {name!r} {os.readlink(e.path)!r}")
+            elif stat.S_ISDIR(mode):
+                lines.append(f"d {name!r}")
+                if not walk(e.path, name):
+                    return False
+            elif stat.S_ISREG(mode):
+                digest, size = _file_hash(e.path, budget)
+                if size < 0:
+                    return False
+                lines.append(f"f {name!r} {digest} {size}")
+            else:
+                lines.append(f"o {name!r}")
+        return True
+
+    if not walk(root, ""):
+        return ""
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _file_hash(path: str, budget: list[int]) -> tuple[str, int]:
+    h, size = hashlib.sha256(), 0
+    try:
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        )
+    except OSError:
+        return "unreadable", 0
+    with os.fdopen(fd, "rb") as fh:
+        while chunk := fh.read(1 << 16):
+            size += len(chunk)
+            budget[1] -= len(chunk)
+            if budget[1] < 0:
+                return "", -1
+            h.update(chunk)
+    return h.hexdigest(), size
+
+
 class _Reporter:
     def __init__(self) -> None:
         self.targets = _Targets(_boot.TARGETS)
@@ -208,6 +278,12 @@ class _Reporter:
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._started[nodeid] = time.monotonic()
+        out = _output_dir(nodeid)
+        try:
+            os.makedirs(out, exist_ok=True)
+            os.environ["PATCHGATE_OUTPUT"] = out
+        except OSError:
+            os.environ.pop("PATCHGATE_OUTPUT", None)
         self._arm(nodeid)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -246,7 +322,9 @@ class _Reporter:
             duration_ms=int(took * 1000),
             failure=failure,
             executed=sorted(self._executed.pop(nodeid, ())),
+            tree=tree_hash(_output_dir(nodeid)),
         )
+        os.environ.pop("PATCHGATE_OUTPUT", None)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:

@@ -242,3 +242,95 @@ def test_override_flags_go_together(gate: Gate, billing_repo: BillingRepo) -> No
     assert run.code == 64
     assert "--override-reason" in run.stderr
     assert not run.out.exists() or "receipt.json" not in run.files()
+
+
+# -- class meanings (item 1) ----------------------------------------------------------------------
+
+ORDER_TESTS = """\
+import os
+from decimal import Decimal
+
+from billing import prorate
+
+MARKER = "/tmp/patchgate-order-marker"
+
+
+def test_a_marks():
+    open(MARKER, "w").close()
+    assert prorate(Decimal("10.00"), 30, 30) == Decimal("10.00")
+
+
+def test_b_before_a():
+    assert prorate(Decimal("10.00"), 30, 30) == Decimal("10.00") and not os.path.exists(MARKER)
+
+
+def test_leaves_another_file():
+    out = os.environ["PATCHGATE_OUTPUT"]
+    with open(os.path.join(out, f"apply-{os.urandom(4).hex()}"), "w") as fh:
+        fh.write("applied")
+    assert prorate(Decimal("10.00"), 15, 30) == Decimal("5.00")
+"""
+
+
+def _order_properties(repo: BillingRepo, b_class: str, tree_class: str | None = None) -> None:
+    """A person's base commit: two properties in one batch whose run order decides ``b``
+    (run 2 runs the batch in the reverse order of run 1), and optionally one that leaves another
+    file in its output area on every apply."""
+    (repo.path / "properties" / "test_order.py").write_text(ORDER_TESTS)
+    node = "properties/test_order.py::"
+    entries = [("order.a", "pure_fn", "test_a_marks"), ("order.b", b_class, "test_b_before_a")]
+    if tree_class:
+        entries.append(("order.tree", tree_class, "test_leaves_another_file"))
+    for pid, klass, test in entries:
+        _pin_property(
+            repo,
+            {"id": pid, "claim": pid, "class": klass, "covers": ["billing.orders.load_orders"],
+             "command": [*PYTEST, node + test]},
+        )  # fmt: skip
+    _commit(repo, "order-dependent properties")
+
+
+def test_an_idempotent_io_property_whose_second_apply_leaves_another_file_is_unstable(
+    gate: Gate, billing_repo: BillingRepo
+) -> None:
+    _order_properties(billing_repo, "pure_fn", tree_class="idempotent_io")
+    run = gate.check(billing_repo, "prorate_refactor.patch")
+    ledger = run.file("property_ledger.json")
+    assert ledger["status_by_id"]["order.tree"] == "unstable", run.stdout + run.stderr
+    trees = [x["tree_hash"] for x in ledger["runs"] if x["property_id"] == "order.tree"]
+    assert len(trees) == 2
+    assert all(trees)
+    assert trees[0] != trees[1]
+    assert "unstable: order.tree two applies left different trees" in run.stdout
+    # a property that leaves nothing behind left the same (empty) tree twice
+    same = [x["tree_hash"] for x in ledger["runs"] if x["property_id"] == "order.a"]
+    assert same[0] == same[1] != ""
+    assert (run.code, run.receipt["posture"]) == (1, "reject_credit")
+
+
+def test_a_pure_fn_that_disagrees_with_itself_proposes_no_freeze(
+    gate: Gate, billing_repo: BillingRepo
+) -> None:
+    """order.b passes in one run and fails in the other (the batch order decides): unstable. A
+    pure function that disagrees with itself is a defect: no freeze proposal."""
+    _order_properties(billing_repo, "pure_fn")
+    run = gate.check(billing_repo, "prorate_refactor.patch")
+    assert run.file("property_ledger.json")["status_by_id"]["order.b"] == "unstable"
+    assert "freeze_proposal.json" not in run.files()
+    assert run.code == 1
+
+
+def test_an_idempotent_io_disagreement_on_the_same_tree_proposes_a_freeze(
+    gate: Gate, billing_repo: BillingRepo
+) -> None:
+    _order_properties(billing_repo, "idempotent_io")
+    run = gate.check(billing_repo, "prorate_refactor.patch")
+    ledger = run.file("property_ledger.json")
+    assert ledger["status_by_id"]["order.b"] == "unstable"
+    (proposal,) = run.file("freeze_proposal.json")["proposals"]
+    assert proposal["property_id"] == "order.b"
+    assert proposal["fixture_digest"] == run.receipt["fixture_digest"]
+    runs = sorted((x for x in ledger["runs"] if x["property_id"] == "order.b"),
+                  key=lambda x: x["run_index"])  # fmt: skip
+    assert proposal["outcome_hashes"] == [x["outcome_hash"] for x in runs]
+    assert run.code == 1

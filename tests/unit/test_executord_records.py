@@ -261,3 +261,20 @@ def test_a_batch_that_sent_nothing_reruns_everything_alone() -> None:
     """No start record (the reporter never loaded): every member alone."""
     got = batch_outcomes(_log(), MEMBERS, 2, PLUGIN)
     assert {v.alone for v in got.values()} == {"its batch sent no report"}
+
+
+def test_an_items_output_tree_is_the_propertys_tree_and_a_bad_one_is_a_problem() -> None:
+    """Issue 17: each item may carry the sha256 of its output area; a property's tree is its
+    test's, several tests' are hashed together, a missing one is "" (not measured)."""
+    from executord.records import tree_of  # noqa: PLC0415 - one test of the tree
+
+    log = _session(_item(1, tree="a" * 64))
+    assert tree_of(log, [NODE]) == "a" * 64
+    other = "properties/test_x.py::test_two"
+    two = _session(_item(1, tree="a" * 64), _item(2, nodeid=other, tree="b" * 64))
+    assert tree_of(two, ["properties/test_x.py"]) not in ("", "a" * 64, "b" * 64)
+    assert tree_of(_session(_item(1)), [NODE]) == ""
+    assert tree_of(log, ["properties/test_x.py::test_gone"]) == ""
+    bad = _session(_item(1, tree="not-a-hash"))
+    assert bad.problems
+    assert tree_of(bad, [NODE]) == ""
