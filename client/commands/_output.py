@@ -29,7 +29,7 @@ from client.gate.settings import CheckSettings
 from client.report.github import render_github
 from client.report.junit import render_junit
 from client.report.markdown import render_markdown
-from client.report.model import Report
+from client.report.model import Report, printable
 from client.report.text import render_text
 from patchgate.errors import UsageError
 
@@ -125,6 +125,7 @@ class Progress:
     def __call__(self, message: str) -> None:
         if self.quiet:
             return
+        message = printable(message)  # an executor's event may quote what a run printed
         lane = _LANE_LINE.match(message)
         if lane is None and _EVENT.match(message) and not self.verbose:
             return

@@ -6,12 +6,18 @@
 * one line with the verdict (``::notice`` when admitted, else ``::error``), without a place.
 
 Values are escaped as the runner reads them: ``%``, CR and LF in the message; also ``:`` and
-``,`` in a property (``file``, ``title``).
+``,`` in a property (``file``, ``title``); any other control character becomes ``?``.
 """
 
 from __future__ import annotations
 
-from client.report.model import Report, failure_location, harness_error, headline
+from client.report.model import (
+    Report,
+    failure_location,
+    harness_error,
+    headline,
+    printable,
+)
 from client.report.text import SELF_TEST_HINT
 from patchgate.evidence import Location
 
@@ -19,7 +25,7 @@ __all__ = ["annotation", "render_github"]
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _prop(text: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client.report.model import Report, failure_text, harness_error, headline
+from client.report.model import Report, failure_text, harness_error, headline, printable
 from client.report.text import (
     HEADER,
     SELF_TEST_HEADER,
@@ -67,4 +67,4 @@ def render_markdown(report: Report) -> str:
     if r.patch_sha256:
         out.append(f"- patch sha256 `{r.patch_sha256}`")
     out += [f"- {why}" for why in report.reasons]
-    return "\n".join(out) + "\n"
+    return printable("\n".join(out)) + "\n"

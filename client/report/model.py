@@ -28,6 +28,7 @@ __all__ = [
     "failure_text",
     "harness_error",
     "headline",
+    "printable",
     "property_ids",
     "same_shape",
 ]
@@ -37,6 +38,10 @@ _NODE = re.compile(r"\S*::\S*")
 _PYFILE = re.compile(r"\S*\.py\b(:\d+)?")
 _FILE_LINE = re.compile(r"(?<![\w./-])([\w][\w./-]*\.py):(\d+)")
 _EXCERPT_LINES = 40
+# Control characters but newline and tab, C1 controls and the Unicode line separators: the text of
+# a run is written by the code under test, and an escape sequence or a carriage return printed on
+# a person's terminal (or in a CI log) could hide or rewrite the verdict.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +54,11 @@ class Report:
     evidence: Evidence = field(default_factory=Evidence)
     out_dir: str = ""
     self_test: bool = False
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab shown as ``?``."""
+    return _UNPRINTABLE.sub("?", text)
 
 
 def headline(report: Report) -> str:

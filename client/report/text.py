@@ -16,6 +16,7 @@ from client.report.model import (
     failure_text,
     harness_error,
     headline,
+    printable,
     property_ids,
     same_shape,
 )
@@ -91,7 +92,7 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     r = report.receipt
     lines = [headline(report)]
     if quiet:
-        return lines[0] + "\n"
+        return printable(lines[0]) + "\n"
     header: tuple[str, ...]
     if report.self_test:
         rows, header = self_test_rows(report), SELF_TEST_HEADER
@@ -121,4 +122,4 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     lines.extend(f"why        {why}" for why in report.reasons)
     if report.out_dir:
         lines.append(f"ledgers    {report.out_dir}")
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines)) + "\n"

@@ -136,3 +136,9 @@ def test_a_junit_file_that_cannot_be_written_is_refused_before_the_check(
     assert "is no directory" in capsys.readouterr().err
     assert main([*common, "--junit", str(tmp_path)]) == 64
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_progress_never_passes_an_escape_sequence_through() -> None:
+    out = io.StringIO()
+    Progress(verbose=True, quiet=False, stream=out)("p: p#1 done \x1b[2Jerror\r")
+    assert out.getvalue() == "p: p#1 done ?[2Jerror?\n"

@@ -7,6 +7,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from client.report.github import render_github
 from client.report.junit import render_junit
@@ -219,3 +221,46 @@ def test_admitted_postures_are_not_called_rejected(posture: str) -> None:
         review_clock="x", patch_sha256="", decision="admit", posture=posture, admit=True
     )
     assert render_text(Report(receipt=receipt)).startswith("ADMITTED\n")
+
+
+@given(
+    name=st.text(min_size=1, max_size=30),
+    why=st.text(max_size=60),
+    failure=st.text(max_size=200),
+    log=st.text(max_size=200),
+)
+def test_any_text_keeps_junit_valid_and_github_one_command_per_line(
+    name: str, why: str, failure: str, log: str
+) -> None:
+    receipt = build_receipt(
+        review_clock="x", patch_sha256="", decision="admit", posture="reject_credit", admit=False,
+        changed_symbols=[name], uncredited={name: why}, rejection_codes=["R1"],
+    )  # fmt: skip
+    ev = Evidence(
+        outcomes=(RunOutcome.make(name, 1, "fail", failure), RunOutcome.make(name, 2, "error")),
+        logs=(SandboxLog(properties=(name,), run_index=1, stdout=log),),
+        symbols={name: Location(name, 3)},
+    )
+    report = Report(receipt=receipt, evidence=ev)
+    root = ET.fromstring(render_junit(report))  # noqa: S314 - our own output
+    assert len(list(root.iter("testcase"))) == 1
+    lines = render_github(report).splitlines()
+    assert all(line.startswith("::") for line in lines)
+    assert len(lines) == 3  # the verdict, the symbol, the failed property
+    assert render_text(report).startswith("REJECTED: ")
+    assert render_markdown(report).startswith("## patchgate: REJECTED: ")
+
+
+def test_escape_sequences_from_a_run_never_reach_the_terminal() -> None:
+    """A failure text or log is written by the code under test: ESC, CR and friends become ?."""
+    trick = "\x1b[2J\x1b[H\rADMITTED\u2028\x85"
+    report = Report(
+        receipt=_rejected().receipt,
+        evidence=Evidence(
+            outcomes=(RunOutcome.make("p", 1, "fail", trick),),
+            logs=(SandboxLog(properties=("p",), run_index=1, stdout=trick),),
+        ),
+    )
+    for out in (render_text(report), render_markdown(report), render_github(report)):
+        assert not any(c in out for c in "\x1b\r\u2028\x85"), out
+        assert "?[2J" in out
