@@ -217,6 +217,20 @@ def test_prorate_table(line):
 """
 
 
+WEAK_TESTS = """
+
+def test_prorate_leaves_its_arguments_alone(rng):
+    for _ in range(50):
+        args = [Decimal(rng.randint(0, 1000)), rng.randint(-10, 40), rng.randint(1, 30)]
+        before = list(args)
+        try:
+            prorate(*args)
+        except Exception:
+            pass
+        assert args == before
+"""
+
+
 def _only_covers_prorate(dest: Path, source: str, nodes: dict[str, str]) -> None:
     """billing, where only the properties ``nodes`` (id -> test function added from ``source``)
     cover billing.prorate: the example's own prorate properties are not pinned."""
@@ -251,12 +265,21 @@ def _billing_opaque(dest: Path) -> None:
     _only_covers_prorate(dest, OPAQUE_TESTS, nodes)
 
 
+def _billing_weak(dest: Path) -> None:
+    """billing.prorate covered only by a property that calls it and checks nothing it computes
+    (its arguments are left alone): it passes, executes prorate, and can fail on no mutant."""
+    _only_covers_prorate(
+        dest, WEAK_TESTS, {"prorate.weak": "test_prorate_leaves_its_arguments_alone"}
+    )
+
+
 REPOS = {
     "billing": _billing,
     "billing_flaky": _billing_flaky,
     "textkit": _textkit,
     "billing_vacuous": _billing_vacuous,
     "billing_opaque": _billing_opaque,
+    "billing_weak": _billing_weak,
 }
 
 
