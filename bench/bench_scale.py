@@ -3,15 +3,16 @@
 A generated repository (examples/billing with N ``pure_fn`` properties covering
 ``billing.prorate``, each one test of ``properties/test_gen.py``; the patch
 ``prorate_refactor.patch`` changes that one symbol), image ``host``, warm blob stores (one
-unmeasured check first). For N = 1, 8, 32, 128 and each of ``--isolation run`` and
-``--isolation property``, with one executor and with two (``--executor A --executor B``; two
-executors on this one engine), the wall time of ``patchgate check`` beside the baseline a CI user
-has today: the same N tests in one ``python -m pytest properties/test_gen.py`` inside
-``docker run --rm --network none`` (the same image and read-only host mounts), twice. Ratios and
-the cost per added property — (t(N_max) - t(N_prev)) / (N_max - N_prev) — are measured in the same
-run, side by side; no timed assertion anywhere.
+unmeasured check first), the mutation stage off (``--mutants 0`` with ``allow_unmutated``: its
+sandboxes are a separate cost, benchmarked on its own). For N = 1, 8, 32, 128 and each of
+``--isolation run`` and ``--isolation property``, with one executor and with two (``--executor A
+--executor B``; two executors on this one engine), the wall time of ``patchgate check`` beside the
+baseline a CI user has today: the same N tests in one ``python -m pytest properties/test_gen.py``
+inside ``docker run --rm --network none`` (the same image and read-only host mounts), twice.
+Ratios and the cost per added property - (t(N_max) - t(N_prev)) / (N_max - N_prev) - are measured
+in the same run, side by side; no timed assertion anywhere.
 
-Usage: .venv/bin/python bench/bench_scale.py [--ns 1,8,32,128] [--reps 1]
+Usage: .venv/bin/python bench/bench_scale.py [--ns 1,8,32,128] [--reps 1] [--property-max 32]
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
 CLOCK = "2026-09-10T12:00:00Z"
 PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 ISOLATIONS = ("run", "property")
+MUTATION_FLAG = (
+    "--mutants"
+    in subprocess.run(
+        [PATCHGATE, "check", "--help"], capture_output=True, text=True, check=False
+    ).stdout
+)  # with a mutation stage, it is turned off (--mutants 0): this bench measures the runs
 
 TEST = """
 
@@ -68,6 +75,13 @@ def make_repo(tmp: Path, n: int) -> Path:
     (repo / "pins" / "properties.json").write_text(
         json.dumps({"properties": props}, indent=2) + "\n", encoding="utf-8"
     )
+    if MUTATION_FLAG:  # the run stage is measured, not the mutation stage: the config allows it
+        pyproject = repo / "pyproject.toml"
+        text = pyproject.read_text(encoding="utf-8")
+        pyproject.write_text(
+            text.replace("[tool.patchgate]\n", "[tool.patchgate]\nallow_unmutated = true\n", 1),
+            encoding="utf-8",
+        )
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
         subprocess.run([*GIT, "-C", str(repo), *args], check=True)
     return repo
@@ -80,7 +94,7 @@ def check(
     argv = [PATCHGATE, "check", "--repo", str(repo), "--base", "HEAD", "--patch", str(PATCH),
             "--draft-id", "bench", "--drafter", "model_lane", "--signer", lane.signer.address,
             "--operator-keyring", str(lane.keyring), "--clock", CLOCK, "--out", str(out),
-            "--isolation", isolation]  # fmt: skip
+            "--isolation", isolation, *(["--mutants", "0"] if MUTATION_FLAG else [])]  # fmt: skip
     for address in executors:
         argv += ["--executor", address]
     t0 = time.perf_counter()
