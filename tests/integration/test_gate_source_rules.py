@@ -334,3 +334,27 @@ def test_an_idempotent_io_disagreement_on_the_same_tree_proposes_a_freeze(
                   key=lambda x: x["run_index"])  # fmt: skip
     assert proposal["outcome_hashes"] == [x["outcome_hash"] for x in runs]
     assert run.code == 1
+
+
+def test_a_second_pin_from_a_revision_runs_on_that_revisions_bytes(
+    gate: Gate, billing_repo: BillingRepo
+) -> None:
+    """--second-pin-rev REV: the pin file and the fixture tree of another revision (here a branch
+    whose stored invoice differs): run, compared, drift R9, exit 3."""
+    base = _git(billing_repo, "rev-parse", "HEAD").strip()
+    _git(billing_repo, "checkout", "-q", "-b", "pin-b")
+    (billing_repo.path / "fixtures" / "invoice.json").write_text('"999.99"\n')
+    pins = billing_repo.path / "pins" / "fixtures.json"
+    pin = json.loads(pins.read_text())
+    pin["pin_id"] = "fixpin-billing-b"
+    pin["files"]["fixtures/invoice.json"] = hashlib.sha256(b'"999.99"\n').hexdigest()
+    pins.write_text(json.dumps(pin, indent=2))
+    _commit(billing_repo, "pin b: another stored invoice")
+    _git(billing_repo, "checkout", "-q", base)
+    run = gate.check(billing_repo, "prorate_refactor.patch", second_pin_rev="pin-b")
+    r = run.receipt
+    assert run.code == 3, run.stdout + run.stderr
+    assert (r["dual_pin"], r["rejection_codes"]) == ("drift", ["R9"])
+    drift = run.file("drift.json")
+    assert drift["right"]["pin_id"] == "fixpin-billing-b"
+    assert drift["differing"] == ["billing.invoice_total.matches_fixture"]

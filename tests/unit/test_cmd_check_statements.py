@@ -175,3 +175,18 @@ def test_a_receipt_whose_dual_pin_disagrees_with_r9_contradicts_itself() -> None
     r = Receipt(posture="reject_credit", override={"by": "alice"})
     assert any("override" in p for p in receipt_problems(r))
     assert receipt_problems(Receipt(posture="reject_credit")) == []
+
+
+def test_a_second_pin_is_a_copy_by_digest_or_by_pin_id() -> None:
+    from client.gate.secondpin import copy_of_first  # noqa: PLC0415 - one rule of the step
+    from patchgate.pins import FixturePin  # noqa: PLC0415
+
+    def pin(pin_id: str) -> FixturePin:
+        return FixturePin(
+            pin_id=pin_id, algorithm="sha256", files={}, seed=7, clock_bound_ms=1,
+            allowed_commands=(("python",),),
+        )  # fmt: skip
+
+    assert "copy of the first" in copy_of_first("a", "d" * 64, pin("b"), "d" * 64)
+    assert "the first pin's id" in copy_of_first("a", "d" * 64, pin("a"), "e" * 64)
+    assert copy_of_first("a", "d" * 64, pin("b"), "e" * 64) == ""
