@@ -74,6 +74,7 @@ class _Batch:
     def __init__(self, path: str) -> None:
         self.bound_s = 0.0
         self.order: list[str] = []
+        self._index: dict[str, int] = {}
         if not path:
             return
         try:
@@ -85,9 +86,25 @@ class _Batch:
             return
 
     def rank(self, nodeid: str) -> int:
-        for i, arg in enumerate(self.order):
-            if _covers(arg, nodeid):
-                return i
+        """The position of the most specific node id argument that covers ``nodeid`` (a dict
+        lookup per candidate: the item itself, without its parameters, each enclosing class or
+        module, each enclosing directory), else after every argument."""
+        if not self._index:
+            self._index = {}
+            for i, arg in enumerate(self.order):
+                self._index.setdefault(arg.rstrip("/") if "::" not in arg else arg, i)
+        base = nodeid.split("[", 1)[0]
+        parts = base.split("::")
+        segs = parts[0].split("/")
+        for cand in (
+            nodeid,
+            base,
+            *("::".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)),
+            *("/".join(segs[:k]) for k in range(len(segs) - 1, 0, -1)),
+        ):
+            at = self._index.get(cand)
+            if at is not None and _covers(self.order[at], nodeid):
+                return at
         return len(self.order)
 
 
