@@ -37,7 +37,9 @@ from textkit.core import Counter, slugify
     id="textkit.slugify.idempotent",
 )
 def test_slugify_idempotent():
-    assert slugify(slugify("A b")) == slugify("A b")
+    once = slugify("A b")
+    assert isinstance(once, str) and once
+    assert slugify(once) == once
 
 
 @pytest.mark.patchgate(kind="pure_fn", covers=["textkit.core.Counter"])
