@@ -1,7 +1,8 @@
 """Run every benchmark once and print ONE table (ratios measured side by side in this run).
 
 Digest throughput (bench_digest), signer latency/throughput (functions of bench_signer, called as
-they are), gate overhead + re-upload + fleet scaling (bench_gate), 10,000 blobs through the blob
+they are), gate overhead + re-upload + fleet scaling (bench_gate), the mutation stage's added cost
+(bench_mutation), 10,000 blobs through the blob
 store beside the fsync floor (bench_blobstore, at most ``--blob-budget`` seconds per measure),
 how a check scales with the suite against one docker pytest twice (bench_scale, N from
 ``--scale-ns``), then the machine it ran on.
@@ -29,6 +30,7 @@ from _table import Row, render
 from bench_blobstore import blob_rows
 from bench_digest import digest_rows
 from bench_gate import gate_rows
+from bench_mutation import mutation_rows
 from bench_scale import scale_rows
 
 from patchgate.keys import generate_key_file
@@ -99,7 +101,7 @@ def main() -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="pgbench-", dir="/tmp") as d:
         tmp = Path(d)
-        for name in ("digest", "signer", "gate", "blobstore", "scale"):
+        for name in ("digest", "signer", "gate", "mutation", "blobstore", "scale"):
             (tmp / name).mkdir()
         print("digest ...", file=sys.stderr, flush=True)
         rows += digest_rows(tmp / "digest")
@@ -107,6 +109,8 @@ def main() -> int:
         rows += signer_rows(tmp / "signer", args.signer_requests)
         print("gate, re-upload, fleet ...", file=sys.stderr, flush=True)
         rows += gate_rows(tmp / "gate", reps=args.reps)
+        print("mutation stage ...", file=sys.stderr, flush=True)
+        rows += mutation_rows(tmp / "mutation", reps=args.reps)
         print("blob store ...", file=sys.stderr, flush=True)
         rows += blob_rows(tmp / "blobstore", budget=args.blob_budget)
         print("scale (batched vs per-property sandboxes) ...", file=sys.stderr, flush=True)
