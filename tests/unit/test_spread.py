@@ -154,3 +154,13 @@ def test_run_isolation_sends_one_chunk_per_address_and_reruns_only_lost_properti
     p1 = [r for r in result.results if r["property_id"] == "p1"]
     assert [(r["address"], r["attempt"]) for r in p1] == [(lost_on, 1), (other, 2)]
     assert result.transport == []
+
+
+def test_a_lane_result_entry_names_the_runs_a_property_ran_alone_and_why() -> None:
+    """The executor's alone list reaches the receipt's results entry of that property only."""
+    from client.gate.execution import _result_entry  # noqa: PLC0415 - a private helper
+
+    res = ok("A", "p0")
+    res = ExecutionResult(**{**res.__dict__, "alone": (("p0", 2, "its batch was OOM-killed"),)})
+    assert _result_entry(res, "p0", 1)["alone"] == {"2": "its batch was OOM-killed"}
+    assert "alone" not in _result_entry(res, "p1", 1)
