@@ -8,7 +8,6 @@ expires, the citation is R4 until a person removes the marker or renews the flak
 from __future__ import annotations
 
 import pytest
-
 from billing.checkout import drain_worker
 
 
