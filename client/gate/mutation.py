@@ -9,10 +9,13 @@ same signed fixture envelope:
   patched tree in which the mutated file is a new file (never written through a link), so the
   client uploads one new blob and the executor reuses every other blob it already holds;
 * ``runs=1``, ``isolation=run``: properties sharing a command prefix run in one fresh sandbox;
-* a property **kills** the mutant when its run is ``fail``, ``error`` or ``exceeded_bound``; a
-  ``pass`` lets it survive; a run with no outcome (transport) is no kill: the mutant is re-run once
-  (on another address when there is one), else it is "not run" and counted. A refusal, or
-  outcomes signed for another fixture digest, is "not run" too.
+* a property **kills** the mutant when its run is ``fail``, ``error`` or ``exceeded_bound`` *and*
+  executed the mutated symbol (the Execute sends the symbol's range in the mutant file as its one
+  target; ``module:`` code is not traced, as in the suite): a run that failed before it reached
+  the symbol — an import-time guard of the patch that notices its own mutation, say — is no kill.
+  A ``pass`` lets the mutant survive; a run with no outcome (transport) is no kill: the mutant
+  is re-run once (on another address when there is one), else it is "not run" and counted. A
+  refusal, or outcomes signed for another fixture digest, is "not run" too.
 
 Mutants run concurrently across the executors like the suite (the same slots per address). One
 progress line per mutant goes to ``say``. The findings per symbol are a
@@ -72,6 +75,7 @@ class MutantClient(Protocol):
         runs: int = 2,
         on_progress: Callable[[str], None] | None = None,
         request_id: str | None = None,
+        targets: Sequence[tuple[str, int, int, str]] = (),
         isolation: str = "run",
     ) -> ExecutionResult:
         """Run ``properties``; refusals raise RefusedError."""
@@ -88,6 +92,7 @@ class _Job:
     symbol: str
     mutant: Mutant
     props: tuple[PropertyPin, ...]
+    target: tuple[str, int, int, str] | None  # the symbol in the mutant file (None: module code)
     attempt: int = 1
     avoid: str | None = None
 
@@ -174,7 +179,9 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
             continue
         props = tuple(candidates[symbol])
         for m in made.mutants:
-            jobs.append(_Job(len(jobs) + 1, symbol, m, props))
+            last = site.last + m.source.count(b"\n") - source.count(b"\n")
+            target = None if site.is_module else (site.path, site.first, last, symbol)
+            jobs.append(_Job(len(jobs) + 1, symbol, m, props, target))
     tally = _Tally()
     total = len(jobs)
     lock = threading.Lock()
@@ -219,6 +226,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                     properties=list(job.props),
                     runs=1,
                     request_id=f"{expected_digest[:12]}-mutant-{job.n}{suffix}",
+                    targets=(job.target,) if job.target else (),
                     isolation="run",
                 )
         except RefusedError as exc:
@@ -230,7 +238,15 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
     def settle(address: str, job: _Job, got: ExecutionResult | None) -> _Job | None:
         outcomes: dict[str, str] = {}
         if got is not None and (not got.outcomes or got.observed_fixture_digest == expected_digest):
-            outcomes = {o.property_id: o.outcome for o in got.outcomes if o.run_index == 1}
+            outcomes = {
+                o.property_id: (
+                    o.outcome
+                    if o.outcome not in KILLS or job.target is None or job.symbol in o.executed
+                    else "failed without executing it"
+                )
+                for o in got.outcomes
+                if o.run_index == 1
+            }
         missing = tuple(p for p in job.props if p.id not in outcomes)
         with lock:
             for pid, outcome in outcomes.items():
@@ -246,7 +262,9 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                     tally.survivors[job.symbol][pid].append(job.mutant.label)
             if missing and got is not None and job.attempt < MAX_ATTEMPTS:
                 say(f"[mutation] mutant {job.n} {job.mutant.label}: no outcome; re-running once")
-                return _Job(job.n, job.symbol, job.mutant, missing, job.attempt + 1, address)
+                return _Job(
+                    job.n, job.symbol, job.mutant, missing, job.target, job.attempt + 1, address
+                )
             if not outcomes:
                 tally.not_run[job.symbol] = tally.not_run.get(job.symbol, 0) + 1
             done[0] += 1

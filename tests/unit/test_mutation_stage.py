@@ -41,19 +41,23 @@ class Fake:
         self.calls: list[tuple[str, ...]] = []
 
     def execute(self, *, workspace: Path, properties: Sequence[PropertyPin], runs: int = 2,
+                targets: Sequence[tuple[str, int, int, str]] = (),
                 **_: Any) -> ExecutionResult:  # fmt: skip
         assert runs == 1
-        assert (workspace / "m.py").read_bytes() != SRC  # the mutant is what runs
+        src = (workspace / "m.py").read_bytes()
+        assert src != SRC  # the mutant is what runs
         self.calls.append(tuple(p.id for p in properties))
         fault = self.faults.pop(0) if self.faults else ""
         if fault == "transport":
             raise TransportError("unavailable", "gone")
         if fault == "refused":
             raise RefusedError("FAILED_PRECONDITION", "no")
+        assert targets == (("m.py", 1, len(src.splitlines()), "m.f"),)  # the mutant's range
         outs = tuple(
-            RunOutcome.make(p.id, 1, "fail" if p.id == "p.strong" else "pass", "")
+            RunOutcome.make(p.id, 1, "fail" if p.id != "p.weak" else "pass", "",
+                            executed=() if p.id == "p.early" else ("m.f",))
             for p in properties
-        )
+        )  # fmt: skip
         return ExecutionResult(
             address=self.address, lane="local", executor_keyid="k", observed_fixture_digest="d",
             outcomes=outs, transport=(), timings={}, sandbox={}, envelope=None, uploaded_bytes=0,
@@ -162,3 +166,14 @@ def test_an_unmutated_check_is_not_admitted() -> None:
     no = merge(Facts(decision="admit", coverage=1.0, changed_symbols=1, suite_passed=True,
                      unmutated=True))  # fmt: skip
     assert (no.posture, no.admit) == ("reject_credit", False)
+
+
+def test_a_failure_that_never_reached_the_symbol_is_no_kill(tmp_path: Path) -> None:
+    """A run that failed before it executed the mutated symbol (an import-time guard that notices
+    its own mutation) does not kill: the mutant survives it."""
+    early = prop("p.early", ("m.f",))
+    out, _, lines = _run(tmp_path, [], k=2, props=(early,))
+    m = out.results["m.f"]
+    assert (m.ran, m.killed) == ({"p.early": 2}, {})
+    assert len(m.survivors["p.early"]) == 2
+    assert all(x.endswith(": survived") for x in lines if x.startswith("[mutation "))
