@@ -29,21 +29,22 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from client.analysis.assertion_rules import Finding, assertion_findings
 from client.analysis.astwalk import dotted, walk
-from client.analysis.fixture_flow import module_flow
+from client.analysis.fixture_flow import FixtureFlow, module_flow
 from client.analysis.production import production_in
-from client.analysis.testscope import default_production, module_scope
+from client.analysis.testscope import Scope, default_production, module_scope
 from patchgate.digest import validate_path
 from patchgate.errors import UnsafePathError
 
 __all__ = [
     "ASSERTION_CLASSES",
     "AssertionReport",
+    "classify_properties",
     "classify_property",
     "classify_source",
     "flake_ids_in",
@@ -92,6 +93,24 @@ def classify_property(repo_dir: Path, property_id: str, command: Sequence[str]) 
     A missing node id, file or function, or a file that does not parse, is ``opaque`` with a
     detail saying so — never an exception.
     """
+    return classify_properties(repo_dir, [(property_id, command)])[property_id]
+
+
+def classify_properties(
+    repo_dir: Path, properties: Iterable[tuple[str, Sequence[str]]]
+) -> dict[str, AssertionReport]:
+    """:func:`classify_property` for each ``(property id, command)``, reading each test file once.
+
+    A suite keeps most properties in a few files: each file is parsed, and its module-level names
+    and fixture flow are worked out, once for all of its properties, not once per property.
+    """
+    modules = _Modules(production_in(repo_dir))
+    return {pid: _classify_in(repo_dir, pid, command, modules) for pid, command in properties}
+
+
+def _classify_in(
+    repo_dir: Path, property_id: str, command: Sequence[str], modules: _Modules
+) -> AssertionReport:
     node_id = node_id_of(command)
     if node_id is None:
         return _opaque(property_id, "", "", "", "its command names no pytest node id (file::test)")
@@ -110,11 +129,7 @@ def classify_property(repo_dir: Path, property_id: str, command: Sequence[str]) 
     except OSError:
         return _opaque(property_id, node_id, test_file, function, f"{test_file} does not exist")
     return classify_source(
-        raw,
-        property_id=property_id,
-        node_id=node_id,
-        names=names,
-        production=production_in(repo_dir),
+        raw, property_id=property_id, node_id=node_id, names=names, modules=modules
     )
 
 
@@ -125,26 +140,29 @@ def classify_source(
     node_id: str,
     names: Sequence[str],
     production: Callable[[str], bool] = default_production,
+    modules: _Modules | None = None,
 ) -> AssertionReport:
     """Classify the function ``names`` (classes then the function) in the test source ``raw``.
 
     ``production`` says whether a dotted module name is production code (the code under test);
     without a checkout, any absolute import that is not the standard library or a test module.
+    ``modules`` (from :func:`classify_properties`) shares the parse between properties and then
+    decides ``production`` itself.
     """
     test_file = node_id.split("::", 1)[0]
     function = "::".join(names)
-    try:
-        source = raw.decode("utf-8")
-        tree = ast.parse(source)
-    except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+    modules = modules if modules is not None else _Modules(production)
+    parsed = modules.parse(raw)
+    if parsed is None:
         return _opaque(property_id, node_id, test_file, function, f"{test_file} does not parse")
+    source, tree = parsed
     found = _locate(tree, names)
     if found is None:
         why = f"{test_file} has no test function {function}"
         return _opaque(property_id, node_id, test_file, function, why)
     func, scopes = found
     try:
-        assertion_class, freeze_ids, detail = _judge(tree, func, scopes, production)
+        assertion_class, freeze_ids, detail = _judge(tree, func, scopes, modules)
     except RecursionError:  # fail closed: no credit, and the predicate hash still pins the test
         assertion_class, freeze_ids, detail = "opaque", (), "it is nested too deeply to judge."
     return AssertionReport(
@@ -157,6 +175,43 @@ def classify_source(
         freeze_ids=freeze_ids,
         detail=detail,
     )
+
+
+class _Modules:
+    """Parsed test sources and their module-level analysis, shared by the properties of a suite.
+
+    Keyed by the exact bytes of a file, so two trees (base and patched) never share an entry
+    unless the file is byte-identical; the analysis only reads the trees it keeps alive here.
+    """
+
+    def __init__(self, production: Callable[[str], bool]) -> None:
+        self.production = production
+        self._parsed: dict[bytes, tuple[str, ast.Module] | None] = {}
+        self._flows: dict[int, FixtureFlow] = {}
+        self._scopes: dict[tuple[int, ...], Scope] = {}
+
+    def parse(self, raw: bytes) -> tuple[str, ast.Module] | None:
+        """The source text and its tree, or None when it does not decode or parse."""
+        if raw not in self._parsed:
+            try:
+                source = raw.decode("utf-8")
+                self._parsed[raw] = (source, ast.parse(source))
+            except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+                self._parsed[raw] = None
+        return self._parsed[raw]
+
+    def flow(self, tree: ast.Module) -> FixtureFlow:
+        """The module's fixture flow (:func:`module_flow`), once per tree."""
+        if id(tree) not in self._flows:
+            self._flows[id(tree)] = module_flow(tree)
+        return self._flows[id(tree)]
+
+    def scope(self, tree: ast.Module, classes: Sequence[ast.ClassDef]) -> Scope:
+        """The names seen from inside ``classes`` of ``tree`` (:func:`module_scope`), once each."""
+        key = (id(tree), *(id(c) for c in classes))
+        if key not in self._scopes:
+            self._scopes[key] = module_scope(tree, classes, self.production)
+        return self._scopes[key]
 
 
 def _opaque(
@@ -199,7 +254,7 @@ def _segment(source: str, func: _Func) -> str:
 
 
 def _judge(
-    tree: ast.Module, func: _Func, scopes: list[ast.AST], production: Callable[[str], bool]
+    tree: ast.Module, func: _Func, scopes: list[ast.AST], modules: _Modules
 ) -> tuple[str, tuple[str, ...], str]:
     """(class, freeze ids, one-sentence detail) of one test function."""
     markers = _markers(func, scopes)
@@ -214,9 +269,9 @@ def _judge(
         why = "it is skipped or xfailed without a flake id, so no assertion is evidence."
         return "opaque", freeze_ids, why
     classes = [s for s in scopes if isinstance(s, ast.ClassDef)]
-    scope = module_scope(tree, classes, production)
+    scope = modules.scope(tree, classes)
     decorators = [d for c in classes for d in c.decorator_list]
-    findings = assertion_findings(func, scope, module_flow(tree), decorators)
+    findings = assertion_findings(func, scope, modules.flow(tree), decorators)
     by = {kind: [f for f in findings if f.verdict == kind] for kind in ASSERTION_CLASSES}
     real, fixture, tautology, opaque = (
         by[k] for k in ("property", "fixture_eq", "tautology", "opaque")

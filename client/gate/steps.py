@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.analysis.assertions import AssertionReport, classify_property
+from client.analysis.assertions import AssertionReport, classify_properties
 from client.analysis.roles import layout_of
 from client.analysis.touched import Touched, base_symbols, judge
 from client.gate import durations
@@ -98,7 +98,7 @@ def unknown_covers(ws: Workspace, pins: PinSet) -> tuple[str, ...]:
 
 def classify(root: Path, properties: Sequence[PropertyPin]) -> dict[str, AssertionReport]:
     """Assertion class of each pinned property's test function in the tree ``root``."""
-    return {p.id: classify_property(root, p.id, p.command) for p in properties}
+    return classify_properties(root, [(p.id, p.command) for p in properties])
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,8 +9,10 @@ from textwrap import dedent
 
 import pytest
 
+from client.analysis import assertions
 from client.analysis.assertions import (
     ASSERTION_CLASSES,
+    classify_properties,
     classify_property,
     classify_source,
     node_id_of,
@@ -352,3 +354,44 @@ def test_assertion_in_nested_function_is_not_counted() -> None:
 
 def test_async_test_function() -> None:
     assert cls("async def test_it():\n    assert await f() > 0\n") == "property"
+
+
+def _this_repos_tests() -> list[tuple[str, list[str]]]:
+    """Every test function of a few of this repository's own test files, as property commands."""
+    root = Path(__file__).resolve().parents[2]
+    out = []
+    for rel in ("tests/unit/test_assertions.py", "tests/unit/test_digest.py"):
+        for line in (root / rel).read_text().splitlines():
+            if line.startswith("def test_"):
+                name = line[4:].split("(", 1)[0]
+                out.append((f"{rel}::{name}", [*PYTEST, f"{rel}::{name}"]))
+    return out
+
+
+def test_a_suite_is_classified_as_each_property_alone() -> None:
+    """classify_properties (one parse per file) gives exactly the reports of one-by-one calls."""
+    root = Path(__file__).resolve().parents[2]
+    props = _this_repos_tests()
+    pins = json.loads((BILLING / "pins" / "properties.json").read_text())["properties"]
+    assert len(props) > 20
+    assert classify_properties(root, props) == {
+        pid: classify_property(root, pid, cmd) for pid, cmd in props
+    }
+    billing = [(p["id"], p["command"]) for p in pins]
+    assert classify_properties(BILLING, billing) == {
+        pid: classify_property(BILLING, pid, cmd) for pid, cmd in billing
+    }
+
+
+def test_a_test_file_is_analysed_once_for_all_its_properties(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression (batched runs): a suite in one file was re-parsed per property, quadratic in N."""
+    calls: list[int] = []
+    real = assertions.module_flow
+    monkeypatch.setattr(assertions, "module_flow", lambda tree: calls.append(1) or real(tree))
+    root = Path(__file__).resolve().parents[2]
+    props = [p for p in _this_repos_tests() if p[0].startswith("tests/unit/test_assertions.py")]
+    assert len(props) > 10
+    classify_properties(root, props)
+    assert len(calls) == 1
