@@ -142,14 +142,15 @@ def test_a_forged_verdict_is_rejected(
     assert status in {"fail", "error"}, status
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an in-process forger that drives the reporter itself passes this layer; the mutation "
-    "stage (issue 15) withholds its credit, since every mutant of the forging symbol survives",
-)
 def test_an_in_process_forger_of_the_reporter_is_not_admitted(
     gate: Gate, billing_repo: BillingRepo, tmp_path: Path
 ) -> None:
-    """Documents the limit in docs/security.md: this layer alone admits it today."""
+    """The limit of the reporter (docs/security.md) is closed by the evidence rule: a forged report
+    names no executed code (and would make every mutant "pass" too), so nothing credits."""
     run = gate.check(billing_repo, _forging_patch(billing_repo, IN_PROCESS_FORGER, tmp_path / "p"))
-    assert run.code == 1
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.receipt["admit"] is False
+    assert "R1" in run.receipt["rejection_codes"]
+    assert run.receipt["credits"] == {"billing.prorate": 0}
+    reason = run.receipt["uncredited"]["billing.prorate"]
+    assert "never executed" in reason or "mutant" in reason, reason
