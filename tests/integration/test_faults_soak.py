@@ -1,10 +1,12 @@
-"""Soak: 200 consecutive ``patchgate check`` runs against ONE signer and ONE executor.
+"""Soak: 80 consecutive ``patchgate check`` runs against ONE signer and ONE executor.
 
-A tiny target repository (one fixture, one trivial property) keeps each check to a couple of
-seconds. After a warm-up (gRPC pools, first channels) the daemons' open file descriptors
-(/proc/PID/fd), threads (/proc/PID/status ``Threads``) and labeled containers must not grow; every
-check must admit (nothing lost or misreported). The figures are printed (run with ``-s``).
-``PATCHGATE_SOAK_RUNS`` overrides the count (default 200).
+A tiny target repository (one fixture, one trivial property) keeps each check to a few seconds.
+Each check runs the suite twice and the mutation stage (up to 4 mutants of ``tiny.add``, one
+sandbox each), so 80 checks drive about as many sandboxes and RPCs as 200 checks did before the
+mutation stage, in the time CI can afford. After a warm-up (gRPC pools, first channels) the
+daemons' open file descriptors (/proc/PID/fd), threads (/proc/PID/status ``Threads``) and
+labeled containers must not grow; every check must admit (nothing lost or misreported). The
+figures are printed (run with ``-s``). ``PATCHGATE_SOAK_RUNS`` overrides the count (default 80).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from tests.integration.fixtures_signer import SignerDaemon
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
 
-RUNS = int(os.environ.get("PATCHGATE_SOAK_RUNS", "200"))
+RUNS = int(os.environ.get("PATCHGATE_SOAK_RUNS", "80"))
 WARMUP = 10
 PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 FILES = {
@@ -82,7 +84,7 @@ def _figures(pid: int) -> tuple[int, int]:
     return fds, threads
 
 
-def test_200_checks_leak_no_fds_threads_or_containers(
+def test_consecutive_checks_leak_no_fds_threads_or_containers(
     signer_daemon: SignerDaemon,
     executor_daemon: ExecutorProc,
     operator_key,
