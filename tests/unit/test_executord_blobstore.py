@@ -187,10 +187,15 @@ def _racing_chunks(data: bytes, gate: threading.Barrier) -> Iterator[Chunk]:
 
 
 def _race(store: BlobStore, blobs: list[bytes], gate: threading.Barrier) -> list[str]:
+    """Every racer reaches ``gate`` once: after its first chunk, or after its refusal. So no upload
+    completes (and no stored blob could be evicted for a late one) before all have been decided,
+    however slowly a loaded machine starts the threads."""
+
     def one(data: bytes) -> str:
         try:
             store.ingest(_racing_chunks(data, gate))
         except ResourceExhausted:
+            gate.wait()
             return "full"
         return "stored"
 
@@ -203,7 +208,7 @@ def test_racing_uploads_keep_the_bound(tmp_path: Path) -> None:
     first write, so exactly three are stored and the disk never held more than 3 KiB."""
     store = BlobStore(tmp_path, 3 << 10)
     blobs = [os.urandom(1 << 10) for _ in range(8)]
-    gate = threading.Barrier(3, timeout=10)  # only those that got a reservation reach it
+    gate = threading.Barrier(len(blobs), timeout=60)
     outcomes = _race(store, blobs, gate)
     assert outcomes == ["full"] * 5 + ["stored"] * 3
     assert store.used_bytes == 3 << 10 == _disk_bytes(store)
@@ -270,7 +275,7 @@ def test_duplicate_upload_is_counted_once(tmp_path: Path) -> None:
     """The same blob uploaded by two racing streams is stored and counted once."""
     store = BlobStore(tmp_path, 1 << 20)
     data = os.urandom(512)
-    gate = threading.Barrier(2, timeout=10)
+    gate = threading.Barrier(2, timeout=60)
     outcomes = _race(store, [data, data], gate)
     assert outcomes == ["stored", "stored"]
     assert store.used_bytes == 512 == _disk_bytes(store)
