@@ -31,6 +31,7 @@ from client.report.junit import render_junit
 from client.report.markdown import render_markdown
 from client.report.model import Report, printable
 from client.report.text import render_text
+from patchgate.atomicfile import atomic_write_bytes
 from patchgate.errors import UsageError
 
 __all__ = [
@@ -158,7 +159,7 @@ def _emit(args: argparse.Namespace, report: Report, receipt_json: dict[str, Any]
     else:
         sys.stdout.write(render_text(report, quiet=args.quiet))
     if args.junit is not None:
-        args.junit.write_text(render_junit(report), encoding="utf-8")
+        atomic_write_bytes(args.junit, render_junit(report).encode("utf-8"))
 
 
 def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
@@ -166,8 +167,10 @@ def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
     _format(args)  # a contradiction is a usage error before anything runs
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit {args.junit}: is a directory")
-    if args.junit is not None and not args.junit.absolute().parent.is_dir():
-        raise UsageError(f"--junit {args.junit}: {args.junit.absolute().parent} is no directory")
+    junit_dir = args.junit.absolute().parent if args.junit is not None else None
+    # The --out directory is made by the check itself, so a report inside it is fine.
+    if junit_dir is not None and not junit_dir.is_dir() and junit_dir != settings.out.absolute():
+        raise UsageError(f"--junit {args.junit}: {junit_dir} is no directory")
     progress = Progress(verbose=bool(getattr(args, "verbose", False)), quiet=args.quiet)
     try:
         if args.self_test:

@@ -138,6 +138,17 @@ def test_a_junit_file_that_cannot_be_written_is_refused_before_the_check(
     assert "is a directory" in capsys.readouterr().err
 
 
+def test_a_junit_file_inside_the_out_dir_the_check_will_make_is_accepted(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CI examples write --junit into --out before the check has made that directory."""
+    out = tmp_path / "report"
+    common = ["check", "--repo", str(repo), "--base", "HEAD", "--patch", "p", "--signer",
+              "unix:/nonexistent/s", "--executor", "unix:/nonexistent/e"]  # fmt: skip
+    main([*common, "--out", str(out), "--junit", str(out / "junit.xml")])
+    assert "--junit" not in capsys.readouterr().err
+
+
 def test_progress_never_passes_an_escape_sequence_through() -> None:
     out = io.StringIO()
     Progress(verbose=True, quiet=False, stream=out)("p: p#1 done \x1b[2Jerror\r")
