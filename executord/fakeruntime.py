@@ -161,7 +161,7 @@ class FakeRuntime:
     def oom_killed(self, cid: str) -> bool:
         return self._runs[cid].oom
 
-    def kill_requested(self, cid: str) -> bool:
+    def kill_requested(self, cid: str, grace_s: float = 0.0) -> bool:
         return cid in self.killed or self._runs[cid].killed_externally
 
     def kill(self, cid: str) -> None:

@@ -8,6 +8,7 @@ converts docker/requests exceptions at this boundary; ``executord.fakeruntime`` 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ __all__ = [
 
 log = structlog.get_logger("executord.sandbox")
 _WAIT_SLICE_S = 2.0
+_SIGKILL_EXIT = 137  # 128 + SIGKILL: how a container killed through the engine exits
 
 
 @dataclass(frozen=True)
@@ -143,9 +145,11 @@ class ContainerRuntime(Protocol):
     def oom_killed(self, cid: str) -> bool:
         """True when the engine records the container as OOM-killed."""
 
-    def kill_requested(self, cid: str) -> bool:
+    def kill_requested(self, cid: str, grace_s: float = 0.0) -> bool:
         """True when the engine recorded a kill of the container through its API (``docker
-        kill``, ``docker stop``, ``docker rm -f``): a death the code under test cannot fake."""
+        kill``, ``docker stop``, ``docker rm -f``): a death the code under test cannot fake.
+        ``grace_s`` also counts a kill event logged up to that long after the container finished
+        (the engine may log it just after the exit it caused)."""
 
     def kill(self, cid: str) -> None:
         """SIGKILL the container (no error when it already stopped)."""
@@ -188,7 +192,7 @@ def run_container(
                 break
         t2 = time.monotonic()
         oom = False if timed_out else runtime.oom_killed(cid)
-        if not timed_out and not oom and runtime.kill_requested(cid):
+        if not timed_out and not oom and _killed_from_outside(runtime, cid, code):
             # Not our kill (we kill only at the clock bound or on cancel): someone else's.
             raise SandboxError("killed_externally", f"container killed from outside (exit {code})")
         return ContainerExit(
@@ -205,6 +209,15 @@ def run_container(
             log.warning(
                 "container not removed; the start-up sweep will", cid=cid[:12], error=str(exc)
             )
+
+
+def _killed_from_outside(runtime: ContainerRuntime, cid: str, code: int | None) -> bool:
+    """A kill through the engine's API. A SIGKILL exit (137) with no kill event yet gets a second
+    look one second wider: the engine can log the kill just after the exit it caused. Code that
+    kills itself with SIGKILL leaves no event, and costs only that second."""
+    if runtime.kill_requested(cid):
+        return True
+    return code == _SIGKILL_EXIT and runtime.kill_requested(cid, grace_s=1.0)
 
 
 class DockerRuntime:
@@ -347,13 +360,15 @@ class DockerRuntime:
             raise self._convert(exc, "inspect container", container=True) from exc
         return bool(state.get("OOMKilled"))
 
-    def kill_requested(self, cid: str) -> bool:
-        # The engine logs "kill" while it holds the container's lock, and stamps FinishedAt only
-        # after taking that lock, so a kill of this run lies in [Created, FinishedAt].
+    def kill_requested(self, cid: str, grace_s: float = 0.0) -> bool:
+        # A kill of this run is logged after Created and, usually, before FinishedAt; seen on a
+        # loaded machine: the "kill" event stamped just after the exit it caused, so a second look
+        # with a grace covers (FinishedAt, FinishedAt + grace]. Nothing else kills it before our
+        # own removal, which comes after this check.
         try:
             info = self._api.inspect_container(cid)
             since = _engine_time(info["Created"])
-            until = _engine_time(info["State"]["FinishedAt"])
+            until = _engine_time(info["State"]["FinishedAt"], plus_s=grace_s)
             stream = self._api.events(
                 since=since, until=until, filters={"container": cid, "event": "kill"}, decode=True
             )
@@ -405,9 +420,10 @@ class DockerRuntime:
         return [str(c["Id"]) for c in found]
 
 
-def _engine_time(stamp: str) -> str:
-    """The engine's RFC 3339 UTC time (``2026-12-01T09:12:25.120404175Z``) as the
-    ``seconds.nanoseconds`` its events API takes, without a float's rounding."""
+def _engine_time(stamp: str, plus_s: float = 0.0) -> str:
+    """The engine's RFC 3339 UTC time (``2026-12-01T09:12:25.120404175Z``), plus whole seconds
+    ``plus_s`` (rounded up), as the ``seconds.nanoseconds`` its events API takes, without a
+    float's rounding."""
     whole, _, frac = stamp.removesuffix("Z").partition(".")
     try:
         when = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
@@ -415,7 +431,7 @@ def _engine_time(stamp: str) -> str:
         raise SandboxError("internal", f"engine time not understood: {stamp[:40]!r}") from None
     if when.year < 2000 or (frac and not frac.isdigit()):
         raise SandboxError("internal", f"engine time not usable: {stamp[:40]!r}")
-    return f"{int(when.timestamp())}.{frac[:9].ljust(9, '0')}"
+    return f"{int(when.timestamp()) + math.ceil(plus_s)}.{frac[:9].ljust(9, '0')}"
 
 
 def sweep(runtime: ContainerRuntime, label: str, value: str) -> int:

@@ -82,3 +82,31 @@ def test_engine_time_refuses_what_it_cannot_read(stamp: str) -> None:
     """A zero or unreadable engine time is an internal transport, not a guess."""
     with pytest.raises(SandboxError, match="engine time"):
         _engine_time(stamp)
+
+
+def test_engine_time_plus_whole_seconds() -> None:
+    """The kill check's second look ends a second after FinishedAt, nanoseconds kept."""
+    assert _engine_time("2026-12-01T09:12:25.120404175Z", plus_s=1.0) == "1796116346.120404175"
+
+
+class _LateKillEvent:
+    """An engine that logs the kill only just after the exit it caused."""
+
+    def __init__(self) -> None:
+        self.looks: list[float] = []
+
+    def kill_requested(self, cid: str, grace_s: float = 0.0) -> bool:
+        self.looks.append(grace_s)
+        return grace_s > 0
+
+
+def test_a_kill_logged_just_after_the_exit_still_counts() -> None:
+    """Regression (seen once in six runs under load): docker kill came back as `error`."""
+    from executord.sandbox import _killed_from_outside  # noqa: PLC0415
+
+    engine = _LateKillEvent()
+    assert _killed_from_outside(engine, "c", 137)  # type: ignore[arg-type]
+    assert engine.looks == [0.0, 1.0]
+    engine.looks.clear()
+    assert not _killed_from_outside(engine, "c", 1)  # type: ignore[arg-type]
+    assert engine.looks == [0.0]  # only a SIGKILL exit pays for the second look
