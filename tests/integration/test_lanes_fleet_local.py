@@ -29,6 +29,8 @@ from tests.integration.fixtures_signer import SignerDaemon
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
 
+# Four seconds is room to see both containers and kill one mid-run; the mutation stage then runs
+# each of up to 4 mutants with both properties (8 s a sandbox), so longer sleeps cost CI minutes.
 SLOW = '''"""Two properties that hold, slowly (long enough to kill an executor mid-run)."""
 
 import time
@@ -38,12 +40,12 @@ from billing import prorate
 
 
 def test_prorate_non_negative_slowly():
-    time.sleep(8)
+    time.sleep(4)
     assert prorate(Decimal("10.00"), 3, 30) >= 0
 
 
 def test_prorate_bounded_slowly():
-    time.sleep(8)
+    time.sleep(4)
     assert prorate(Decimal("10.00"), 3, 30) <= Decimal("10.00")
 '''
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.fixtures_executor import labeled_containers
 from tests.integration.fixtures_gate import CLOCK, PATCHES, BillingRepo
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -243,7 +244,9 @@ def test_down_with_nothing_up_is_not_an_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_demo_passes_twice_and_leaves_nothing_running(docker_engine: None, tmp_path: Path) -> None:
-    """`demo` exits 0 with both expected verdicts, twice in a row, and stops its daemons."""
+    """`demo` exits 0 with both expected verdicts, twice in a row, stops its daemons and leaves
+    no container of its executor's instance (read from its own progress line) behind."""
+    instances: list[str] = []
     for attempt in (1, 2):
         demo = _run("demo", "--out", str(tmp_path / f"demo-{attempt}"), cwd=tmp_path)
         assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
@@ -256,11 +259,14 @@ def test_demo_passes_twice_and_leaves_nothing_running(docker_engine: None, tmp_p
         )
         assert worked["credits"] == {"billing.invoice_total": 0, "billing.prorate": 1}
         assert set(worked["rejection_codes"]) >= {"R1", "R5"}
-    leftovers = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", "label=patchgate.executord=default"],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    assert leftovers == []
+        found = re.findall(
+            r"starting patchgate-executord on .*, (lane-[0-9a-f]{12})\)", demo.stderr
+        )
+        assert len(found) == 1, demo.stderr[-2000:]
+        instances.append(found[0])
+    assert instances[0] != instances[1]  # each demo's own temporary state, its own instance
+    for instance in instances:
+        assert labeled_containers(instance) == [], instance
 
 
 def test_two_lanes_on_one_engine_get_two_instances(docker_engine: None, short: Path) -> None:
