@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 
 from patchgate.symbols import Symbol
 
-__all__ = ["compare_module", "defined_names", "symbol_table"]
+__all__ = ["compare_module", "defined_names", "definitions", "symbol_table"]
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
@@ -44,24 +44,25 @@ def symbol_table(source: bytes | None) -> dict[str, tuple[str, ...]] | None:
     try:
         tree = ast.parse(source)
         table[_MODULE_KEY] = [_own_dump(tree.body)]
-        for qualname, node in _definitions(tree.body, ""):
+        for qualname, node in definitions(tree.body, ""):
             table.setdefault(qualname, []).append(_own_dump(node))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # too deep to compare is unparsable too: the caller fails closed
     return {name: tuple(dumps) for name, dumps in table.items()}
 
 
-def _definitions(body: Sequence[ast.stmt], prefix: str) -> Iterator[tuple[str, _Def]]:
-    """Every def/class under ``body`` (also inside if/try/with/for/while), with its qualname."""
+def definitions(body: Sequence[ast.stmt], prefix: str = "") -> Iterator[tuple[str, _Def]]:
+    """Every def/class under ``body`` (also inside if/try/except/with/for/while/match), with its
+    qualname: the one walker that names symbols, so the gate's other readers agree with it."""
     for stmt in body:
         if isinstance(stmt, _DEFS):
             qualname = prefix + stmt.name
             yield qualname, stmt
             inner = qualname + (".<locals>." if not isinstance(stmt, ast.ClassDef) else ".")
-            yield from _definitions(stmt.body, inner)
+            yield from definitions(stmt.body, inner)
         else:
             for block in _blocks(stmt):
-                yield from _definitions(block, prefix)
+                yield from definitions(block, prefix)
 
 
 def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
@@ -137,7 +138,7 @@ def _by_lines(module: str, before: bytes, after: bytes) -> set[Symbol]:
         return set()
     spans = [
         (min([n.lineno, *(d.lineno for d in n.decorator_list)]), n.end_lineno or n.lineno, name)
-        for name, n in _definitions(tree.body, "")
+        for name, n in definitions(tree.body, "")
     ]
     found: set[Symbol] = set()
     for line in lines:

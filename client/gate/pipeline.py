@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.gate import steps
-from client.gate.evidence import locate_properties, locate_symbols, write_run_logs
+from client.gate.evidence import locate_properties, symbol_locations, write_run_logs
 from client.gate.execution import LaneResult
 from client.gate.mutation import score_with_evidence
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
@@ -259,7 +259,7 @@ class _Check:
         st.symbols, st.excluded = changed.symbols, changed.excluded_paths
         self.sites = locate(ws, pins, st.symbols)
         st.seen = Evidence(
-            symbols=locate_symbols(ws, pins, st.symbols),
+            symbols=symbol_locations(self.sites),
             properties=locate_properties(ws.patched_dir, pins.properties),
         )
         reports = steps.classify(ws.patched_dir, pins.properties)

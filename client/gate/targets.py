@@ -20,11 +20,12 @@ code needs no change to send them.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from client.analysis.roles import layout_of
+from client.analysis.symbols import definitions
 from client.gate.workspace import Workspace
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
@@ -59,22 +60,6 @@ class SymbolSite:
         return self.path == other.path and self.first <= other.first <= other.last <= self.last
 
 
-def _definitions(body: Iterable[ast.stmt], prefix: str = "") -> Iterator[tuple[str, _Def]]:
-    for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            name = prefix + stmt.name
-            yield name, stmt
-            inner = name + ("." if isinstance(stmt, ast.ClassDef) else ".<locals>.")
-            yield from _definitions(stmt.body, inner)
-        else:
-            for fieldname in ("body", "orelse", "finalbody"):
-                block = getattr(stmt, fieldname, None)
-                if isinstance(block, list):
-                    yield from _definitions(block, prefix)
-            for h in getattr(stmt, "handlers", None) or []:
-                yield from _definitions(h.body, prefix)
-
-
 def locate(ws: Workspace, pins: PinSet, symbols: Sequence[str]) -> dict[str, SymbolSite]:
     """Changed symbol -> its definition in the patched tree (a deleted symbol is left out)."""
     layout = layout_of(ws.base_dir, pins)
@@ -96,7 +81,7 @@ def locate(ws: Workspace, pins: PinSet, symbols: Sequence[str]) -> dict[str, Sym
             tree = ast.parse(raw)
         except (SyntaxError, ValueError):
             continue
-        for qualname, node in _definitions(tree.body):
+        for qualname, node in definitions(tree.body):
             name = Symbol.make(module, qualname)
             if name in wanted and name not in out:
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])

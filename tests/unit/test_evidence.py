@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from client.gate.evidence import locate_properties, log_path, write_run_logs
+from client.gate.evidence import locate_properties, log_path, symbol_locations, write_run_logs
+from client.gate.targets import SymbolSite
 from patchgate.evidence import Evidence, SandboxLog
 from patchgate.pins import PropertyPin
 from patchgate.results import RunOutcome
@@ -88,3 +89,36 @@ def test_a_property_is_located_at_its_test_function(tmp_path: Path) -> None:
     got = locate_properties(tmp_path, [prop, outside])
     assert (got["a.y"].path, got["a.y"].line) == ("tests/test_a.py", 4)
     assert "b" not in got
+
+
+def test_a_test_defined_in_an_except_handler_or_a_match_case_is_located(tmp_path: Path) -> None:
+    """The evidence reader walks definitions with the gate's one walker (the one that names
+    changed symbols): it enters ``except`` handlers and ``match`` cases (its own walker did not)."""
+    (tmp_path / "test_b.py").write_text(
+        "try:\n    import fast\nexcept ImportError:\n    def test_slow():\n        pass\n"
+        "match 1:\n    case 1:\n        def test_case():\n            pass\n"
+    )
+    props = [
+        PropertyPin(
+            id=name,
+            claim="c",
+            property_class="pure_fn",
+            covers=("b",),
+            command=("python", "-m", "pytest", f"test_b.py::{name}"),
+        )
+        for name in ("test_slow", "test_case")
+    ]
+    got = locate_properties(tmp_path, props)
+    assert {k: v.line for k, v in got.items()} == {"test_slow": 4, "test_case": 8}
+
+
+def test_symbol_locations_are_the_located_sites_first_lines() -> None:
+    sites = {
+        "m.f": SymbolSite("m.f", "m.py", 3, 9, "f"),
+        "module:m": SymbolSite("module:m", "m.py", 1, 20, None),
+    }
+    got = symbol_locations(sites)
+    assert {k: (v.path, v.line) for k, v in got.items()} == {
+        "m.f": ("m.py", 3),
+        "module:m": ("m.py", 1),
+    }
