@@ -39,6 +39,8 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from client.analysis.symbols import definitions
+
 __all__ = ["Mutant", "MutantSet", "make_mutants", "symbol_node"]
 
 _COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -204,33 +206,9 @@ def _def_sites(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> I
 def symbol_node(
     tree: ast.Module, qualname: str
 ) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
-    """The definition ``qualname`` (``Class.meth``, ``f.<locals>.g``) of ``tree``, or None."""
-    body: list[ast.stmt] = tree.body
-    found = None
-    for part in [p for p in qualname.split(".") if p != "<locals>"]:
-        found = next(
-            (s for s in _defs_in(body) if s.name == part),
-            None,
-        )
-        if found is None:
-            return None
-        body = found.body
-    return found
-
-
-def _defs_in(
-    body: list[ast.stmt],
-) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]:
-    for stmt in body:
-        if isinstance(stmt, _DEFS):
-            yield stmt
-        else:  # a definition under if/try/with at that level
-            for fieldname in ("body", "orelse", "finalbody"):
-                inner = getattr(stmt, fieldname, None)
-                if isinstance(inner, list):
-                    yield from _defs_in(inner)
-            for h in getattr(stmt, "handlers", []) or []:
-                yield from _defs_in(h.body)
+    """The definition ``qualname`` (``Class.meth``, ``f.<locals>.g``) of ``tree``, or None: the
+    first one the gate's walker names so (the definition its changed symbol was named from)."""
+    return next((node for name, node in definitions(tree.body) if name == qualname), None)
 
 
 def _replace(source: bytes, node: ast.AST, text: str) -> bytes:

@@ -133,3 +133,15 @@ def test_no_site_and_unknown_symbol_say_why() -> None:
 def test_k_caps_the_count() -> None:
     assert len(make_mutants(SRC, "f", k=2, seed="s").mutants) == 2
     assert make_mutants(SRC, "f", k=0, seed="s").mutants == ()
+
+
+def test_a_symbol_defined_in_an_except_handler_or_a_match_case_is_mutated() -> None:
+    """The mutant maker finds a definition where the gate's walker named it: inside ``except``
+    and ``match`` blocks too (a symbol it cannot find would get no mutant, so no credit)."""
+    src = (
+        b"try:\n    import fast\nexcept ImportError:\n    def slow(a):\n        return a + 1\n"
+        b"match 1:\n    case 1:\n        def picked(a):\n            return a - 1\n"
+    )
+    for name in ("slow", "picked"):
+        ms = make_mutants(src, name, k=4, seed="s")
+        assert ms.mutants, (name, ms.problem)
