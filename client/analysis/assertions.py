@@ -171,7 +171,7 @@ def classify_source(
         test_file=test_file,
         function=function,
         assertion_class=assertion_class,
-        predicate_hash=hashlib.sha256(_segment(source, func).encode("utf-8")).hexdigest(),
+        predicate_hash=hashlib.sha256(_segment(modules.lines(source), func).encode()).hexdigest(),
         freeze_ids=freeze_ids,
         detail=detail,
     )
@@ -189,6 +189,7 @@ class _Modules:
         self._parsed: dict[bytes, tuple[str, ast.Module] | None] = {}
         self._flows: dict[int, FixtureFlow] = {}
         self._scopes: dict[tuple[int, ...], Scope] = {}
+        self._lines: dict[int, _SourceLines] = {}
 
     def parse(self, raw: bytes) -> tuple[str, ast.Module] | None:
         """The source text and its tree, or None when it does not decode or parse."""
@@ -199,6 +200,12 @@ class _Modules:
             except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
                 self._parsed[raw] = None
         return self._parsed[raw]
+
+    def lines(self, source: str) -> _SourceLines:
+        """``source`` split into lines, once per parsed text (kept alive by ``_parsed``)."""
+        if id(source) not in self._lines:
+            self._lines[id(source)] = _SourceLines.of(source)
+        return self._lines[id(source)]
 
     def flow(self, tree: ast.Module) -> FixtureFlow:
         """The module's fixture flow (:func:`module_flow`), once per tree."""
@@ -240,14 +247,40 @@ def _locate(tree: ast.Module, names: Sequence[str]) -> tuple[_Func, list[ast.AST
     return None
 
 
-def _segment(source: str, func: _Func) -> str:
-    """The exact source text of ``func`` from its first decorator to its end."""
+def _segment(lines: _SourceLines, func: _Func) -> str:
+    """The exact source text of ``func`` from its first decorator to its end: what
+    ``ast.get_source_segment`` gives for that span, from lines split once per file (splitting the
+    whole file again for each of its tests made a suite's classification grow as N squared)."""
     start = func.decorator_list[0] if func.decorator_list else func
-    line = source.splitlines()[start.lineno - 1]
+    line = lines.plain[start.lineno - 1]
     col = len(line) - len(line.lstrip()) if func.decorator_list else func.col_offset
-    span = ast.Pass(lineno=start.lineno, col_offset=col, end_lineno=func.end_lineno)
-    span.end_col_offset = func.end_col_offset
-    return ast.get_source_segment(source, span) or ""
+    if func.end_lineno is None or func.end_col_offset is None:
+        return ""
+    first, last = start.lineno - 1, func.end_lineno - 1
+    ends = lines.with_ends
+    if first == last:
+        return ends[first].encode()[col : func.end_col_offset].decode()
+    head = ends[first].encode()[col:].decode()
+    tail = ends[last].encode()[: func.end_col_offset].decode()
+    return "".join([head, *ends[first + 1 : last], tail])
+
+
+@dataclass(frozen=True)
+class _SourceLines:
+    """A source split once: ``plain`` as ``str.splitlines`` splits it, ``with_ends`` as ``ast``
+    numbers lines (only ``\r\n``, ``\r`` and ``\n`` end a line; ends kept)."""
+
+    plain: list[str]
+    with_ends: list[str]
+
+    @classmethod
+    def of(cls, source: str) -> _SourceLines:
+        with_ends = _LINE_END.findall(source)
+        rest = source[sum(map(len, with_ends)) :]
+        return cls(source.splitlines(), [*with_ends, rest] if rest else with_ends)
+
+
+_LINE_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)")
 
 
 # -- judging ------------------------------------------------------------------------------------

@@ -61,18 +61,28 @@ def _node_ids(prop: PropertyPin) -> Iterator[tuple[str, list[str]]]:
 
 
 def locate_properties(root: Path, properties: Sequence[PropertyPin]) -> dict[str, Location]:
-    """Property id -> the definition of the first test its command names, in the tree ``root``."""
+    """Property id -> the definition of the first test its command names, in the tree ``root``
+    (each test file is parsed once, however many properties it holds)."""
+    files: dict[str, dict[str, _Def] | None] = {}
     out: dict[str, Location] = {}
     for prop in properties:
         for path, names in _node_ids(prop):
-            tree = _parse(root / path, root)
-            if tree is None:
+            if path not in files:
+                tree = _parse(root / path, root)
+                files[path] = None if tree is None else _tests_of(tree)
+            found = files[path]
+            if found is None:
                 continue
-            found = {q: n for q, n in definitions(tree.body) if "<locals>" not in q}
             node = found.get(".".join(names))
             out[prop.id] = Location(path, _line(node) if node is not None else 1)
             break
     return out
+
+
+def _tests_of(tree: ast.Module) -> dict[str, _Def]:
+    """Qualname -> definition, for the definitions a node id can name (none inside a function);
+    of a name defined twice, the last one, as Python binds it and the classifier judges it."""
+    return {q: node for q, node in definitions(tree.body) if "<locals>" not in q}
 
 
 def log_path(out: Path, property_id: str, run_index: int) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 from pathlib import Path
@@ -12,11 +13,15 @@ import pytest
 from client.analysis import assertions
 from client.analysis.assertions import (
     ASSERTION_CLASSES,
+    _segment,
+    _SourceLines,
     classify_properties,
     classify_property,
     classify_source,
     node_id_of,
 )
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 BILLING = Path(__file__).resolve().parents[2] / "examples" / "billing"
 PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -395,3 +400,49 @@ def test_a_test_file_is_analysed_once_for_all_its_properties(
     assert len(props) > 10
     classify_properties(root, props)
     assert len(calls) == 1
+
+
+def _reference_segment(source: str, func: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """The predicate text as the gate took it before lines were split once per file."""
+    start = func.decorator_list[0] if func.decorator_list else func
+    line = source.splitlines()[start.lineno - 1]
+    col = len(line) - len(line.lstrip()) if func.decorator_list else func.col_offset
+    span = ast.Pass(lineno=start.lineno, col_offset=col, end_lineno=func.end_lineno)
+    span.end_col_offset = func.end_col_offset
+    return ast.get_source_segment(source, span) or ""
+
+
+_ODD_SOURCES = (
+    "def test_a():\r\n    assert f(1) == 2\r\n\r\n"
+    "@mark\r\ndef test_b():  # caf\u00e9\r\n    pass\r\n",
+    "x = 1\rdef test_c():\r    assert g() \r\n@a\n@b(1)\ndef test_d(): assert h()\n",
+    "def test_e():\n    s = '\u2028\u00e9'\n    assert s\n\f\ndef test_f():\n    assert 1 < f()",
+    "class TestG:\n    @pytest.mark.parametrize('x', [1])\n    def test_h(self, x):\n"
+    "        assert x  # \u00e9\u00e9\n\n    async def test_i(self): assert await k()\n",
+)
+
+
+@pytest.mark.parametrize("index", range(len(_ODD_SOURCES)))
+def test_predicate_text_is_what_ast_gives_for_odd_line_ends(index: int) -> None:
+    """Splitting a file's lines once (not once per test) keeps every predicate hash: the text is
+    ``ast.get_source_segment``'s, with ``\\r\\n``, ``\\r``, form feeds and non-ASCII."""
+    source = _ODD_SOURCES[index]
+    lines = _SourceLines.of(source)
+    funcs = [n for n in ast.walk(ast.parse(source)) if isinstance(n, _FUNCS)]
+    assert funcs
+    for func in funcs:
+        assert _segment(lines, func) == _reference_segment(source, func), func.name
+
+
+def test_predicate_text_is_what_ast_gives_for_every_test_in_this_repo() -> None:
+    """The same over every function of the project's own test modules (hundreds of shapes)."""
+    root = Path(__file__).resolve().parents[1]
+    seen = 0
+    for path in sorted(root.rglob("test_*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines = _SourceLines.of(source)
+        for func in ast.walk(ast.parse(source)):
+            if isinstance(func, _FUNCS):
+                assert _segment(lines, func) == _reference_segment(source, func), (path, func.name)
+                seen += 1
+    assert seen > 1000

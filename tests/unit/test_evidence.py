@@ -122,3 +122,16 @@ def test_symbol_locations_are_the_located_sites_first_lines() -> None:
         "m.f": ("m.py", 3),
         "module:m": ("m.py", 1),
     }
+
+
+def test_of_a_test_defined_twice_the_last_one_is_located(tmp_path: Path) -> None:
+    """Python binds the last definition and the classifier judges it: the report points there."""
+    (tmp_path / "test_c.py").write_text(
+        "def test_x():\n    assert f()\n\n\ndef test_x():\n    assert True\n"
+    )
+    prop = PropertyPin(
+        id="c.x", claim="c", property_class="pure_fn", covers=("c",),
+        command=("python", "-m", "pytest", "test_c.py::test_x"),
+    )  # fmt: skip
+    got = locate_properties(tmp_path, [prop, prop])
+    assert got["c.x"].line == 5
