@@ -32,6 +32,7 @@ __all__ = [
     "command_allowed",
     "load_config",
     "load_pins",
+    "node_id_of",
     "parse_fixture_pin",
     "parse_flakes",
     "parse_properties",
@@ -227,6 +228,11 @@ def _safe_path(value: object, where: str, fieldname: str) -> str:
 def command_allowed(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> bool:
     """True when some allowed command is a prefix of ``argv`` (DESIGN §3)."""
     return any(len(a) <= len(argv) and tuple(argv[: len(a)]) == tuple(a) for a in allowed)
+
+
+def node_id_of(command: Sequence[str]) -> str | None:
+    """The pytest node id argument of ``command`` (the first one containing ``::``), else None."""
+    return next((arg for arg in command if "::" in arg and not arg.startswith("-")), None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -54,7 +54,7 @@ def covers(cover: str, symbol: str) -> bool:
     module = module_of(symbol)
     if module is None:
         return cover == symbol
-    if not module:  # one name from two modules (client.analysis.touched): nothing covers it
+    if not module:  # one name from two modules (client.analysis.patch.touched): nothing covers it
         return False
     if cover == module:
         return True  # a module entry: its own code and every symbol defined in that file

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from client.analysis.assertions import classify_property
+from client.analysis.classify.assertions import classify_property
 from client.commands.check import check_defaults
 from client.gate.steps import measure
 from client.gate.workspace import base_pins, tree_at

@@ -3,13 +3,11 @@ digest -> signature -> admission -> runs -> ledgers -> credit -> receipt.
 
 ``pipeline`` orders the steps and keeps the state of one check; ``steps`` does each step;
 ``settings`` is the frozen configuration; ``workspace`` extracts the base and applies the patch;
-``provenance`` reads who drafted what; ``execution`` runs a lane over its executors (``spread``
-cuts a batched suite into chunks, ``durations`` remembers run times for that cut only);
-``targets`` locates the changed symbols for the executor and reads back what ran them;
-``mutation`` is the mutation stage; ``secondpin`` runs the suite on a second pin; ``selftest`` is
-``check --self-test``; ``evidence`` keeps the run logs and definition sites for people. The gate
-may import :mod:`client.verdict`, :mod:`client.analysis`
-and :mod:`patchgate`, never a command or a lane.
+``provenance`` reads who drafted what; ``secondpin`` runs the suite on a second pin; ``selftest``
+is ``check --self-test``; ``evidence`` keeps the run logs and definition sites for people. What
+talks to executors is in ``runs/``: the suite's lane, its spread and the mutation stage. The gate
+may import :mod:`client.verdict`, :mod:`client.analysis` and :mod:`patchgate`, never a command
+or a lane.
 """
 
 __all__: list[str] = []

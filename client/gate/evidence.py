@@ -6,7 +6,7 @@ Read for people only (annotations on a pull request, the report): never for a ve
 replaces the ``runs/`` directory of its ledger directory as a whole, so no log of an earlier check
 is left beside this one's ledgers; a sandbox that ran several properties (batched runs) has its log
 written once under each of them. A changed symbol's place is the site
-:func:`client.gate.targets.locate` found (a decorated definition starts at its first decorator;
+:func:`client.gate.runs.targets.locate` found (a decorated definition starts at its first decorator;
 ``module:pkg.mod`` is line 1 of its file). A property is found from the first node id
 (``path::name`` or ``path::Class::name``) of its command. Anything unparsable or not found is
 simply left out.
@@ -20,8 +20,8 @@ import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from client.analysis.symbols import definitions
-from client.gate.targets import SymbolSite
+from client.analysis.patch.symbols import definitions
+from client.gate.runs.targets import SymbolSite
 from patchgate.evidence import Location, SandboxLog
 from patchgate.pins import PropertyPin
 

@@ -19,12 +19,12 @@ from typing import Any
 
 from client.gate import steps
 from client.gate.evidence import locate_properties, symbol_locations, write_run_logs
-from client.gate.execution import LaneResult
-from client.gate.mutation import score_with_evidence
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
+from client.gate.runs.execution import LaneResult
+from client.gate.runs.mutation import score_with_evidence
+from client.gate.runs.targets import SymbolSite, locate, targets_of
 from client.gate.secondpin import second_pin_step
 from client.gate.settings import CheckSettings
-from client.gate.targets import SymbolSite, locate, targets_of
 from client.gate.workspace import PatchApplyError, Workspace, base_pins, materialize
 from client.verdict.admission import decide
 from client.verdict.credit import CreditReport, CreditRow, rejection_codes, score
@@ -410,13 +410,14 @@ class _Check:
         if second.drift is None:
             return self.done(local_transport=True)
         # Credit is evidence: the runs executed the symbol, and (the mutation stage) the property
-        # killed a mutant of it (client.gate.mutation).
+        # killed a mutant of it (client.gate.runs.mutation).
         report, st.mutation = score_with_evidence(
             s, symbols=st.symbols, suite=[*suite, *self.held], classes=classes, local=stab,
             remote=rstab, sites=self.sites, patched=self.ws.patched_dir,
             allow_unmutated=pins.config.allow_unmutated, envelope=envelope,
             digest=st.fixture_digest, fixture_root=fixture_root,
             executor_keyring=executor_keyring, patch_sha256=st.patch_sha256, say=self.say,
+            untrusted=steps.introspection(self.ws) if s.mutants > 0 else "",
         )  # fmt: skip
         unmutated = s.mutants <= 0 and not pins.config.allow_unmutated
         if unmutated:

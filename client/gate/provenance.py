@@ -16,7 +16,7 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass
 
-from client.analysis.diffparse import PatchParseError, parse_unified_diff
+from client.analysis.patch.diffparse import PatchParseError, parse_unified_diff
 from patchgate.errors import PatchgateError
 
 __all__ = [

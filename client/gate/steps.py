@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.analysis.assertions import AssertionReport, classify_properties
-from client.analysis.roles import layout_of
-from client.analysis.touched import Touched, base_symbols, judge
-from client.gate import durations
-from client.gate.execution import LaneResult, run_lane
+from client.analysis.classify.assertions import AssertionReport, classify_properties
+from client.analysis.mutation.introspection import introspection_added
+from client.analysis.patch.roles import layout_of
+from client.analysis.patch.touched import Touched, base_symbols, judge
+from client.gate.runs import durations
+from client.gate.runs.execution import LaneResult, run_lane
+from client.gate.runs.targets import Target, targeted_connect
 from client.gate.settings import CheckSettings
-from client.gate.targets import Target, targeted_connect
 from client.gate.workspace import Workspace
 from client.verdict.credit import check_freezes
 from client.verdict.flakes import FlakeObservation
@@ -94,6 +95,30 @@ def unknown_covers(ws: Workspace, pins: PinSet) -> tuple[str, ...]:
     """``property id: entry`` for each ``covers`` entry that names no symbol of the base tree."""
     names = base_symbols(layout_of(ws.base_dir, pins), ws.base_dir)
     return tuple(f"{p.id}: {c}" for p in pins.properties for c in p.covers if c not in names)
+
+
+def introspection(ws: Workspace, *, shown: int = 5) -> str:
+    """Why the patch's code could notice its own mutation ("" when it adds no such code): the
+    markers (:mod:`client.analysis.mutation.introspection`) each changed ``.py`` file has beyond
+    its base."""
+    found: list[str] = []
+    for change in ws.changes():
+        if not change.path.endswith(".py"):
+            continue
+        patched = ws.read_patched(change.path)
+        if patched is None:
+            continue
+        added = introspection_added(ws.read_base(change.path), patched)
+        found.extend(f"{change.path}:{m.line} {m.what}" for m in added)
+    if not found:
+        return ""
+    more = f" and {len(found) - shown} more" if len(found) > shown else ""
+    return (
+        "the patch adds code that can observe its own mutation ("
+        + "; ".join(found[:shown])
+        + more
+        + ")"
+    )
 
 
 def classify(root: Path, properties: Sequence[PropertyPin]) -> dict[str, AssertionReport]:
@@ -266,8 +291,8 @@ def execute(
     say: Say,
     targets: Sequence[Target] = (),
 ) -> LaneResult:
-    """Run the suite on one lane (see client.gate.execution); every Execute sends ``targets``,
-    the changed symbols' code (client.gate.targets)."""
+    """Run the suite on one lane (see client.gate.runs.execution); every Execute sends ``targets``,
+    the changed symbols' code (client.gate.runs.targets)."""
     tls = s.remote_tls if lane == "remote" else s.executor_tls
     say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
     memory = durations.default_path()

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.analysis.treediff import PathChange, tree_changes
+from client.analysis.patch.treediff import PathChange, tree_changes
 from patchgate.errors import PatchgateError, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
 

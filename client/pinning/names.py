@@ -1,13 +1,14 @@
 """The symbol names of a tree that a ``covers`` entry may use, and the nearest one to a typo.
 
 The same names ``patchgate check`` accepts in its base tree
-(:func:`client.analysis.touched.base_symbols`): a tree's production modules are the paths its
-layout judges ``source`` (:func:`client.analysis.roles.layout_of`: ``.py`` files under a source
-root that are not tests, ``conftest.py``, a property's file, a plugin, oracle, pins or excluded),
-each named from its source root (``src/textkit/core.py`` → ``textkit.core``). Its names are the
-module itself and ``module.qualname`` of every function and class defined in it, at any depth.
-A module whose source does not parse has only its own name, and is remembered so that a message
-can say why. When the pins themselves are invalid, the layout comes from the configuration alone.
+(:func:`client.analysis.patch.touched.base_symbols`): a tree's production modules are the paths its
+layout judges ``source`` (:func:`client.analysis.patch.roles.layout_of`: ``.py`` files under a
+source root that are not tests, ``conftest.py``, a property's file, a plugin, oracle, pins or
+excluded), each named from its source root (``src/textkit/core.py`` → ``textkit.core``). Its names
+are the module itself and ``module.qualname`` of every function and class defined in it, at any
+depth. A module whose source does not parse has only its own name, and is remembered so that a
+message can say why. When the pins themselves are invalid, the layout comes from the configuration
+alone.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from client.analysis.roles import Layout, layout_of
-from client.analysis.symbols import symbol_table
+from client.analysis.patch.roles import Layout, layout_of
+from client.analysis.patch.symbols import symbol_table
 from client.pinning.tree import python_files
 from patchgate.pins import PinSet, ProjectConfig
 

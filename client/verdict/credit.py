@@ -90,19 +90,23 @@ class MutationResult:
 
     ``made``: compiling mutants made; ``skipped``: candidates that did not compile (or changed
     nothing); ``not_run``: mutants with no outcome even after one re-run (transport or refusal);
-    ``problem``: why no mutant could be made.
+    ``problem``: why no mutant could be made; ``untrusted``: why the stage did not run at all —
+    the patch adds code that could notice its own mutation, so a kill would prove nothing.
     """
 
     made: int = 0
     skipped: int = 0
     not_run: int = 0
     problem: str = ""
+    untrusted: str = ""
     ran: Mapping[str, int] = field(default_factory=dict)
     killed: Mapping[str, int] = field(default_factory=dict)
     survivors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def judge(self, property_id: str) -> tuple[int, str]:
         """(credit, why) of a property that passed and executed the symbol."""
+        if self.untrusted:
+            return 0, f"mutation evidence not trusted: {self.untrusted}"
         if self.made == 0:
             why = NO_MUTANT + (f" ({self.problem})" if self.problem else "")
             return 0, why

@@ -206,6 +206,8 @@ def _evidence_problems(r: Receipt) -> list[str]:
             for e in shown
         ):
             out.append(f"{symbol}: credited, but no covering property killed a mutant of it")
+    if r.mutation.get("untrusted") and any(r.credits.values()):
+        out.append("credit given although the mutation evidence was not trusted")
     if mutated is False and r.admit and not r.mutation.get("allow_unmutated"):
         out.append("admit is true with the mutation stage off and allow_unmutated not set")
     return out

@@ -1,14 +1,15 @@
-"""Soak: 40 consecutive ``patchgate check`` runs against ONE signer and ONE executor.
+"""Soak: 30 consecutive ``patchgate check`` runs against ONE signer and ONE executor.
 
-A tiny target repository (one fixture, one trivial property) keeps each check to about five
+A tiny target repository (one fixture, one trivial property) keeps each check to five to nine
 seconds. Each check runs the suite twice and the mutation stage (up to 4 mutants of ``tiny.add``,
-one sandbox each): 40 checks drive about 240 sandboxes and as many executor RPCs, 30 of them after
-the warm-up, which is what a leak needs to show. (80 checks ran past the 600 s per-test limit on a
-loaded CI machine; the budget below is set for 40 with room for a slow day.) After a warm-up (gRPC
+one sandbox each): 30 checks drive about 180 sandboxes and as many executor RPCs, 120 of them
+after the warm-up, where a leak of one descriptor or thread per check shows ten times over the
+allowed slack. (80 checks ran past the 600 s per-test limit on a loaded CI machine; the budget
+below leaves room for a slow day.) After a warm-up (gRPC
 pools, first channels) the daemons' open file descriptors (/proc/PID/fd), threads
 (/proc/PID/status ``Threads``) and labeled containers must not grow; every check must admit
 (nothing lost or misreported). The figures are printed (run with ``-s``).
-``PATCHGATE_SOAK_RUNS`` overrides the count (default 40).
+``PATCHGATE_SOAK_RUNS`` overrides the count (default 30).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tests.integration.fixtures_executor import ExecutorProc, labeled_containers
 from tests.integration.fixtures_gate import Gate, _git
 from tests.integration.fixtures_signer import SignerDaemon
 
-RUNS = int(os.environ.get("PATCHGATE_SOAK_RUNS", "40"))
+RUNS = int(os.environ.get("PATCHGATE_SOAK_RUNS", "30"))
 
 pytestmark = [
     pytest.mark.integration,

@@ -99,6 +99,8 @@ def test_attack_corpus_entry(
             assert receipt[key] == entry[key], where
     assert set(entry["codes"]) <= set(receipt["rejection_codes"]), where  # type: ignore[arg-type]
     assert set(entry.get("symbols", [])) <= set(receipt["changed_symbols"]), where  # type: ignore[arg-type]
+    for symbol, why in dict(entry.get("uncredited", {})).items():  # type: ignore[call-overload]
+        assert why in receipt["uncredited"].get(symbol, ""), where
     changed = _changed_paths(repo, entry.patch, tmp_path)
     assert [p for p in changed if not _named(receipt, p)] == [], where
 

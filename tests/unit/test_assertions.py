@@ -1,4 +1,4 @@
-"""client.analysis.assertions: assertion classes of test functions, judged with ast only."""
+"""client.analysis.classify.assertions: assertion classes of test functions, judged by ast only."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from textwrap import dedent
 
 import pytest
 
-from client.analysis import assertions
-from client.analysis.assertions import (
+from client.analysis.classify import assertions
+from client.analysis.classify.assertions import (
     ASSERTION_CLASSES,
     _segment,
     _SourceLines,
     classify_properties,
     classify_property,
     classify_source,
-    node_id_of,
 )
+from patchgate.pins import node_id_of
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

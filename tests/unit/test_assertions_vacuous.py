@@ -1,4 +1,4 @@
-"""client.analysis.assertions: vacuous properties (issue 15, the classifier).
+"""client.analysis.classify.assertions: vacuous properties (issue 15, the classifier).
 
 Each form below is a property that cannot fail (``tautology``), that checks no visible predicate
 on the code under test (``opaque``), or whose expected values come from fixture data
@@ -15,8 +15,8 @@ from textwrap import dedent
 
 import pytest
 
-from client.analysis.assertions import classify_property, classify_source
-from client.analysis.production import production_in
+from client.analysis.classify.assertions import classify_property, classify_source
+from client.analysis.classify.production import production_in
 
 BILLING = Path(__file__).resolve().parents[2] / "examples" / "billing"
 

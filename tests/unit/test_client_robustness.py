@@ -19,7 +19,7 @@ import pytest
 from client import cli
 from client.commands._util import check_out_dir
 from client.errors import Interrupted
-from client.gate.execution import LaneClient, run_lane
+from client.gate.runs.execution import LaneClient, run_lane
 from patchgate.envelope import Envelope
 from patchgate.errors import TransportError, UsageError
 from patchgate.executor_client import ExecutionResult

@@ -343,6 +343,16 @@ def test_no_mutant_made_and_none_run_do_not_credit() -> None:
     assert r.uncredited["billing.prorate"].startswith("no mutant ran (4 not run")
 
 
+def test_untrusted_mutation_evidence_never_credits_even_with_kills() -> None:
+    """A patch whose code could notice its own mutation: its kills prove nothing (issue 15)."""
+    why = "the patch adds code that can observe its own mutation (m.py:3 name __file__)"
+    untrusted = MutationResult(made=4, ran={"p.prorate": 4}, killed={"p.prorate": 4}, untrusted=why)
+    r = _score(executed=_RAN, mutation={"billing.prorate": untrusted})
+    assert r.credits["billing.prorate"] == 0
+    assert r.uncredited["billing.prorate"] == f"mutation evidence not trusted: {why}"
+    assert "R1" in r.codes
+
+
 def test_one_killing_property_is_enough_beside_a_weak_one() -> None:
     weak = prop("p.weak", ("billing.prorate",))
     both = MutationResult(

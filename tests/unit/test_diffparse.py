@@ -1,10 +1,15 @@
-"""client.analysis.diffparse: git-style and plain unified diffs, and refusals of malformed ones."""
+"""client.analysis.patch.diffparse: git-style and plain unified diffs; malformed ones refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from client.analysis.diffparse import FilePatch, PatchParseError, parse_unified_diff, touched_paths
+from client.analysis.patch.diffparse import (
+    FilePatch,
+    PatchParseError,
+    parse_unified_diff,
+    touched_paths,
+)
 from patchgate.errors import PatchgateError
 
 GIT_DIFF = b"""\

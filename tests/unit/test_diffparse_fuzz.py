@@ -1,11 +1,11 @@
-"""client.analysis.diffparse fed junk: every failure is a PatchParseError, never a bare error."""
+"""client.analysis.patch.diffparse fed junk: every failure is a PatchParseError, never bare."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.analysis.diffparse import PatchParseError, parse_unified_diff, touched_paths
+from client.analysis.patch.diffparse import PatchParseError, parse_unified_diff, touched_paths
 from patchgate.digest import validate_path
 
 _LINES = st.sampled_from(

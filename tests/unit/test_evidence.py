@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from client.gate.evidence import locate_properties, log_path, symbol_locations, write_run_logs
-from client.gate.targets import SymbolSite
+from client.gate.runs.targets import SymbolSite
 from patchgate.evidence import Evidence, SandboxLog
 from patchgate.pins import PropertyPin
 from patchgate.results import RunOutcome

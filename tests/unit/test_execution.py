@@ -1,4 +1,4 @@
-"""client.gate.execution with fake executor clients: spread, concurrency, re-run on transport."""
+"""client.gate.runs.execution with fake executor clients: spread, concurrency, transport re-run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from client.gate.execution import LaneClient, LaneResult, default_concurrency, run_lane
+from client.gate.runs.execution import LaneClient, LaneResult, default_concurrency, run_lane
 from patchgate.envelope import Envelope
 from patchgate.errors import RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult

@@ -107,6 +107,55 @@ def test_client_rooms_import_one_way(room: str) -> None:
     assert bad == []
 
 
+# Inside client.analysis: which of its rooms each may import (besides itself).
+ANALYSIS_MAY_IMPORT: dict[str, frozenset[str]] = {
+    "client.analysis.patch": frozenset(),
+    "client.analysis.classify": frozenset(),
+    "client.analysis.mutation": frozenset({"client.analysis.patch"}),
+}
+
+
+@pytest.mark.parametrize("room", sorted(ANALYSIS_MAY_IMPORT))
+def test_analysis_rooms_import_one_way(room: str) -> None:
+    """patch/ and classify/ stand alone; mutation/ may read where a symbol is defined (patch/)."""
+    allowed = ANALYSIS_MAY_IMPORT[room] | {room}
+    sub = ".".join  # client.analysis.<room>
+    bad = sorted(
+        f"{mod} -> {dep}"
+        for mod, deps in _project_imports().items()
+        if sub(mod.split(".")[:3]) == room
+        for dep in deps
+        if dep.startswith("client.analysis") and sub(dep.split(".")[:3]) not in allowed
+    )
+    assert bad == []
+
+
+def test_every_analysis_module_lives_in_one_of_its_rooms() -> None:
+    """client/analysis/ holds only its package docstring and the three rooms."""
+    loose = sorted(
+        p.name for p in (ROOT / "client" / "analysis").glob("*.py") if p.name != "__init__.py"
+    )
+    assert loose == []
+    rooms = {
+        p.name for p in (ROOT / "client" / "analysis").iterdir() if (p / "__init__.py").is_file()
+    }
+    assert {f"client.analysis.{r}" for r in rooms} == set(ANALYSIS_MAY_IMPORT)
+
+
+def test_no_client_package_holds_more_than_a_dozen_modules() -> None:
+    """A package of the client that grows past twelve modules splits into sub-packages by concern.
+    (executord and patchgate are flat today and larger: noted in docs/architecture.md.)"""
+    crowded = {}
+    for role in ("client",):
+        for init in (ROOT / role).rglob("__init__.py"):
+            if "/v1/" in init.as_posix():
+                continue  # generated stubs
+            modules = [p for p in init.parent.glob("*.py") if p.name != "__init__.py"]
+            if len(modules) > 12:
+                crowded[init.parent.relative_to(ROOT).as_posix()] = len(modules)
+    assert crowded == {}
+
+
 def test_no_import_circle_anywhere() -> None:
     """No two project modules import each other, directly or around a loop."""
     graph = _project_imports()

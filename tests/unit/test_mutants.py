@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from client.analysis.mutants import make_mutants
+from client.analysis.mutation.mutants import make_mutants
 
 SRC = b'''"""mod"""
 

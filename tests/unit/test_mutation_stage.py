@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from client.gate.mutation import mutant_tree, run_mutants
-from client.gate.targets import SymbolSite, executed_by
+from client.gate.runs.mutation import mutant_tree, run_mutants
+from client.gate.runs.targets import SymbolSite, executed_by
 from client.verdict.posture import Facts, merge
 from patchgate.errors import PinError, RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult

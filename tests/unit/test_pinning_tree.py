@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from client.analysis.roles import layout_of
-from client.analysis.touched import base_symbols
+from client.analysis.patch.roles import layout_of
+from client.analysis.patch.touched import base_symbols
 from client.pinning.names import tree_symbols
 from client.pinning.tree import RevTree, WorkTree, python_files
 from patchgate.pins import DirSource, load_pins

@@ -230,3 +230,13 @@ def test_an_admitted_check_without_mutants_needs_allow_unmutated() -> None:
     assert receipt_problems(admitted({"enabled": False, "allow_unmutated": True})) == []
     problems = receipt_problems(admitted({"enabled": False, "allow_unmutated": False}))
     assert any("mutation stage off" in p for p in problems), problems
+
+
+def test_a_credit_beside_untrusted_mutation_evidence_is_a_contradiction() -> None:
+    """``mutation.untrusted`` says no mutant counted: a credit beside it was not earned."""
+    receipt = _consistent(
+        evidence={"billing.prorate": {"p.a": _EXECUTED_KILLED}},
+        mutation={**_MUTATED, "untrusted": "the patch adds code that can observe its own mutation"},
+    )
+    problems = receipt_problems(receipt)
+    assert any("mutation evidence was not trusted" in p for p in problems), problems

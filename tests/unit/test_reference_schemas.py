@@ -460,3 +460,12 @@ def test_check_help_points_to_codes_page() -> None:
     tail = help_text.rstrip("\n").splitlines()[-2:]
     assert any("docs/reference/codes.md" in line for line in tail)
     assert (REFERENCE / "codes.md").exists()
+
+
+def test_the_reference_schema_folder_is_the_packaged_one() -> None:
+    """docs/reference/schema/ (where a reader of the reference pages looks) is a link to the one
+    packaged copy, never a second copy that could drift."""
+    docs = ROOT / "docs" / "reference" / "schema"
+    assert docs.is_symlink()
+    assert docs.resolve() == SCHEMAS.resolve()
+    assert sorted(p.name for p in docs.iterdir()) == sorted(p.name for p in SCHEMAS.iterdir())

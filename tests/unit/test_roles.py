@@ -1,4 +1,4 @@
-"""client.analysis.roles: source, harness, oracle, pins and compiled code (issue 13, item 2)."""
+"""client.analysis.patch.roles: source, harness, oracle, pins and compiled code (issue 13)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from client.analysis.roles import Layout, layout_of, plugin_names, pyproject_roles
+from client.analysis.patch.roles import Layout, layout_of, plugin_names, pyproject_roles
 from patchgate.pins import DirSource, ProjectConfig, load_pins
 
 ROOT = Layout(source_roots=("",), oracle_paths=("tests/", "properties/", "pins/"), pins_dir="pins")

@@ -1,5 +1,5 @@
-"""client.gate.spread and client.gate.durations: batched suites cut into chunks by cost, the
-durations memory that only spreads work, and run_lane with isolation run (fake executors)."""
+"""client.gate.runs.spread and client.gate.runs.durations: batched suites cut into chunks by cost,
+the durations memory that only spreads work, and run_lane with isolation run (fake executors)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from client.gate import durations
-from client.gate.spread import plan_chunks
+from client.gate.runs import durations
+from client.gate.runs.spread import plan_chunks
 from patchgate.executor_client import ExecutionResult
 from patchgate.pins import PropertyPin
 from patchgate.results import RunOutcome
@@ -158,7 +158,7 @@ def test_run_isolation_sends_one_chunk_per_address_and_reruns_only_lost_properti
 
 def test_a_lane_result_entry_names_the_runs_a_property_ran_alone_and_why() -> None:
     """The executor's alone list reaches the receipt's results entry of that property only."""
-    from client.gate.execution import _result_entry  # noqa: PLC0415 - a private helper
+    from client.gate.runs.execution import _result_entry  # noqa: PLC0415 - a private helper
 
     res = ok("A", "p0")
     res = ExecutionResult(**{**res.__dict__, "alone": (("p0", 2, "its batch was OOM-killed"),)})

@@ -1,4 +1,4 @@
-"""client.analysis.symbols: changed symbols of one module from its base and patched ASTs."""
+"""client.analysis.patch.symbols: changed symbols of one module from its base and patched ASTs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from textwrap import dedent
 
 import pytest
 
-from client.analysis.roles import Layout
-from client.analysis.symbols import compare_module, defined_names
+from client.analysis.patch.roles import Layout
+from client.analysis.patch.symbols import compare_module, defined_names
 from patchgate.symbols import Symbol
 
 LAYOUT = Layout(

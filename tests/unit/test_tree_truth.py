@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from client.analysis.diffparse import PatchParseError, parse_unified_diff, touched_paths
-from client.analysis.roles import layout_of
-from client.analysis.touched import Touched, judge
+from client.analysis.patch.diffparse import PatchParseError, parse_unified_diff, touched_paths
+from client.analysis.patch.roles import layout_of
+from client.analysis.patch.touched import Touched, judge
 from client.gate import steps
 from client.gate.workspace import PatchApplyError, Workspace, materialize
 from patchgate.pins import DirSource, load_pins

@@ -1,9 +1,9 @@
 """What a test module and one test function bind, as the assertion rules need it.
 
-* :class:`Names` (:mod:`client.analysis.constfold`) for the module and the function: names bound
-  **once** to a constant (``DEBUG = False``, ``expected = 3``; a list or dict literal only when it
-  is never used except to be iterated), to a def, class or lambda, and what imports stand for;
-  a name rebound anywhere (``global``, ``+=``, a loop, a second assignment) is not a constant;
+* :class:`Names` (:mod:`client.analysis.classify.constfold`) for the module and the function: names
+  bound **once** to a constant (``DEBUG = False``, ``expected = 3``; a list or dict literal only
+  when it is never used except to be iterated), to a def, class or lambda, and what imports stand
+  for; a name rebound anywhere (``global``, ``+=``, a loop, a second assignment) is not a constant;
 * the module-level helper functions (and the methods of the test's classes, for ``self.h(...)``);
 * the names that stand for the **code under test**: imported from a production module (the
   ``production`` predicate on dotted module names), and the local names bound from them or passed
@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from client.analysis.astwalk import dotted, walk
-from client.analysis.constfold import UNKNOWN, Names, value
+from client.analysis.classify.astwalk import dotted, walk
+from client.analysis.classify.constfold import UNKNOWN, Names, value
 
 __all__ = ["Facts", "Helper", "Scope", "default_production", "function_facts", "module_scope"]
 

@@ -33,13 +33,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.analysis.assertion_rules import Finding, assertion_findings
-from client.analysis.astwalk import dotted, walk
-from client.analysis.fixture_flow import FixtureFlow, module_flow
-from client.analysis.production import production_in
-from client.analysis.testscope import Scope, default_production, module_scope
+from client.analysis.classify.assertion_rules import Finding, assertion_findings
+from client.analysis.classify.astwalk import dotted, walk
+from client.analysis.classify.fixture_flow import FixtureFlow, module_flow
+from client.analysis.classify.production import production_in
+from client.analysis.classify.testscope import Scope, default_production, module_scope
 from patchgate.digest import validate_path
 from patchgate.errors import UnsafePathError
+from patchgate.pins import node_id_of
 
 __all__ = [
     "ASSERTION_CLASSES",
@@ -48,7 +49,6 @@ __all__ = [
     "classify_property",
     "classify_source",
     "flake_ids_in",
-    "node_id_of",
 ]
 
 ASSERTION_CLASSES = ("property", "fixture_eq", "freeze_ref", "tautology", "opaque")
@@ -71,11 +71,6 @@ class AssertionReport:
     predicate_hash: str
     freeze_ids: tuple[str, ...]
     detail: str
-
-
-def node_id_of(command: Sequence[str]) -> str | None:
-    """The pytest node id argument of ``command`` (the first one containing ``::``), else None."""
-    return next((arg for arg in command if "::" in arg and not arg.startswith("-")), None)
 
 
 def flake_ids_in(values: Sequence[str]) -> tuple[str, ...]:

@@ -1,9 +1,9 @@
 """The mutation stage: can a property that passed fail on the changed code?
 
 For every changed symbol that would otherwise earn credit, up to ``k`` mutants of the PATCHED
-symbol's source (:mod:`client.analysis.mutants`, chosen from the patch sha and the symbol). Each
-mutant runs once with only the properties that would credit the symbol, in one ``Execute`` on the
-same signed fixture envelope:
+symbol's source (:mod:`client.analysis.mutation.mutants`, chosen from the patch sha and the symbol).
+Each mutant runs once with only the properties that would credit the symbol, in one ``Execute`` on
+the same signed fixture envelope:
 
 * its workspace is the patched tree with that one file replaced — a hard-linked copy of the
   patched tree in which the mutated file is a new file (never written through a link), so the
@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from client.analysis.mutants import Mutant, make_mutants
-from client.gate.execution import default_concurrency
+from client.analysis.mutation.mutants import Mutant, make_mutants
+from client.gate.runs.execution import default_concurrency
+from client.gate.runs.targets import SymbolSite, executed_by
 from client.gate.settings import CheckSettings
-from client.gate.targets import SymbolSite, executed_by
 from client.verdict.admission import covering
 from client.verdict.credit import CreditReport, MutationResult, score
 from client.verdict.stability import Stability
@@ -375,9 +375,12 @@ def score_with_evidence(
     executor_keyring: Keyring | None,
     patch_sha256: str,
     say: Callable[[str], None],
+    untrusted: str = "",
 ) -> tuple[CreditReport, dict[str, Any]]:
     """Score with the executed rule, then (``s.mutants`` > 0) run the mutants of every symbol
-    that would earn credit and score again with what they showed.
+    that would earn credit and score again with what they showed. ``untrusted`` (why the patch's
+    code could notice its own mutation, :mod:`client.analysis.mutation.introspection`) runs no
+    mutant: no symbol gets mutation credit and the reason says why.
 
     Returns the report and the receipt's ``mutation`` entry.
     """
@@ -397,6 +400,13 @@ def score_with_evidence(
     for row in first.rows:
         if row.credit == 1 and row.property_id in by_id:
             candidates.setdefault(row.symbol, []).append(by_id[row.property_id])
+    if untrusted:
+        say(f"mutation: not run, its evidence would not be trusted: {untrusted}")
+        results = {symbol: MutationResult(untrusted=untrusted) for symbol in candidates}
+        for symbol in symbols:
+            results.setdefault(symbol, MutationResult())
+        record = {"enabled": True, "k": s.mutants, "mutants_run": 0, "elapsed_ms": 0}
+        return scored(results), {**record, "symbols": {}, "untrusted": untrusted}
     say(f"mutation: up to {s.mutants} mutants for each of {len(candidates)} symbol(s)")
 
     def connect(address: str) -> MutantClient:

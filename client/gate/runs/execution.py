@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from client.gate.spread import plan_chunks
+from client.gate.runs.spread import plan_chunks
 from patchgate.envelope import Envelope, parse_fixture_statement
 from patchgate.errors import EnvelopeError, RefusedError, TransportError
 from patchgate.evidence import SandboxLog
@@ -345,8 +345,8 @@ def run_lane(
 
     ``concurrency``: Executes in flight per address (None: :func:`default_concurrency`).
     ``connect``: makes the client of one address (default: an ``ExecutorClient``).
-    ``isolation``: ``property`` — one Execute per property, each run its own sandbox; ``run`` —
-    the suite cut into one chunk of whole command-prefix groups per slot (``client.gate.spread``,
+    ``isolation``: ``property`` — one Execute per property, each run its own sandbox; ``run`` — the
+    suite cut into one chunk of whole command-prefix groups per slot (``client.gate.runs.spread``,
     by the estimated ``costs`` in ms per property id), each run of a group one sandbox.
     """
     addresses = list(dict.fromkeys(addresses))  # one entry per address

@@ -43,8 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.analysis.assertions import node_id_of
-from patchgate.pins import PinSet, ProjectConfig
+from patchgate.pins import PinSet, ProjectConfig, node_id_of
 
 __all__ = [
     "HARNESS_NAMES",

@@ -39,7 +39,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from client.analysis.symbols import definitions
+from client.analysis.patch.symbols import definitions
 
 __all__ = ["Mutant", "MutantSet", "make_mutants", "symbol_node"]
 

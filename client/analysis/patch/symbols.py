@@ -3,7 +3,8 @@
 A symbol is a function, method or class named by its qualified name under the file's module
 (``billing.prorate``, ``billing.orders.Order.total``, ``pkg.mod.outer.<locals>.inner``), or
 ``module:<module>`` for a module's own statements (everything outside defs and classes); the
-module is the file's dotted path from its source root (:meth:`client.analysis.roles.Layout.module`).
+module is the file's dotted path from its source root
+(:meth:`client.analysis.patch.roles.Layout.module`).
 
 Each symbol is compared by its *own* normalized AST: ``ast.dump`` without positions (so comments
 and formatting never count, docstrings do), with nested defs and classes left out — they are

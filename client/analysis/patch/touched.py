@@ -1,7 +1,7 @@
 """What a patch touched, judged: every changed path of the trees with its roles and symbols.
 
-Input: the :class:`~client.analysis.treediff.PathChange` list (base tree against the tree ``git
-apply`` produced) and the base's :class:`~client.analysis.roles.Layout`. Output: one
+Input: the :class:`~client.analysis.patch.treediff.PathChange` list (base tree against the tree
+``git apply`` produced) and the base's :class:`~client.analysis.patch.roles.Layout`. Output: one
 :class:`Touched` in which every changed path is accounted for, as a changed symbol's file
 (production source), an oracle move (harness or oracle, ``R7``), a pin mutation (pins or the
 gate's configuration, ``R8``), compiled code (``reject_provenance``) or an excluded path (data,
@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.analysis.roles import Layout, pyproject_roles
-from client.analysis.symbols import compare_module, defined_names, symbol_table
-from client.analysis.treediff import PathChange, scan_tree
+from client.analysis.patch.roles import Layout, pyproject_roles
+from client.analysis.patch.symbols import compare_module, defined_names, symbol_table
+from client.analysis.patch.treediff import PathChange, scan_tree
 from patchgate.symbols import Symbol
 
 __all__ = ["Touched", "base_symbols", "judge"]

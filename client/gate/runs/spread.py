@@ -1,12 +1,12 @@
 """Spreading a batched suite over a lane's executors (``--isolation run``).
 
-The properties that share a command prefix run in one sandbox per run on one executor, so the
-unit to spread is the group (``patchgate.batching``). With ``S`` slots (every address times its
-concurrency) the suite is cut into at most ``S`` chunks, one ``Execute`` each: while there are
-fewer groups than slots, the costliest group of more than one property is halved; then the groups
-go, costliest first, to the chunk with the least estimated cost so far (longest processing time
-first). A group's cost is one sandbox's start-up plus its members' estimated durations — from the
-last check's durations (``client.gate.durations``), or the median of the known ones for a property
+The properties that share a command prefix run in one sandbox per run on one executor, so the unit
+to spread is the group (``patchgate.batching``). With ``S`` slots (every address times its
+concurrency) the suite is cut into at most ``S`` chunks, one ``Execute`` each: while there are fewer
+groups than slots, the costliest group of more than one property is halved; then the groups go,
+costliest first, to the chunk with the least estimated cost so far (longest processing time first).
+A group's cost is one sandbox's start-up plus its members' estimated durations — from the last
+check's durations (``client.gate.runs.durations``), or the median of the known ones for a property
 never seen. The estimate only decides where a property runs, never its outcome: every run of every
 property is still in a fresh sandbox, on whichever executor.
 """

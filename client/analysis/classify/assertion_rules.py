@@ -1,11 +1,11 @@
-"""Single-assertion rules of :mod:`client.analysis.assertions`: tautology, fixture equality,
-opaque, real check.
+"""Single-assertion rules of :mod:`client.analysis.classify.assertions`: tautology, fixture
+equality, opaque, real check.
 
-Each visible assertion of a test function gets one :class:`Finding` (``property``,
-``fixture_eq``, ``tautology``, ``opaque``) with a reason; :mod:`client.analysis.assertions` turns
-them into the function's class. Everything is read from the AST (names, calls, constants), never
-from the source text. An assertion that can never fail the test (unreachable, or its failure is
-swallowed: :mod:`client.analysis.reach`) is a ``tautology`` whatever it compares.
+Each visible assertion of a test function gets one :class:`Finding` (``property``, ``fixture_eq``,
+``tautology``, ``opaque``) with a reason; :mod:`client.analysis.classify.assertions` turns them into
+the function's class. Everything is read from the AST (names, calls, constants), never from the
+source text. An assertion that can never fail the test (unreachable, or its failure is swallowed:
+:mod:`client.analysis.classify.reach`) is a ``tautology`` whatever it compares.
 """
 
 from __future__ import annotations
@@ -15,13 +15,24 @@ import copy
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from client.analysis.astwalk import dotted, walk
-from client.analysis.constfold import UNKNOWN as _UNKNOWN
-from client.analysis.constfold import Names, truth, value
-from client.analysis.fixture_flow import FixtureFlow, is_fixture, parametrized_names, tainted_names
-from client.analysis.reach import expects_assertion, walk_live
-from client.analysis.testscope import Facts, Helper, Scope, default_production, function_facts
-from client.analysis.testscope import module_scope as _module_scope
+from client.analysis.classify.astwalk import dotted, walk
+from client.analysis.classify.constfold import UNKNOWN as _UNKNOWN
+from client.analysis.classify.constfold import Names, truth, value
+from client.analysis.classify.fixture_flow import (
+    FixtureFlow,
+    is_fixture,
+    parametrized_names,
+    tainted_names,
+)
+from client.analysis.classify.reach import expects_assertion, walk_live
+from client.analysis.classify.testscope import (
+    Facts,
+    Helper,
+    Scope,
+    default_production,
+    function_facts,
+)
+from client.analysis.classify.testscope import module_scope as _module_scope
 
 __all__ = ["Finding", "assertion_findings", "assertion_verdicts", "dotted", "walk"]
 

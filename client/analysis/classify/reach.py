@@ -1,7 +1,7 @@
 """Which statements of a test function can run and let an assertion failure out.
 
-:func:`walk_live` walks a function body like :func:`client.analysis.astwalk.walk` and says, for
-every node, why an assertion there can never fail the test (``None`` when it can):
+:func:`walk_live` walks a function body like :func:`client.analysis.classify.astwalk.walk` and
+says, for every node, why an assertion there can never fail the test (``None`` when it can):
 
 * **unreachable**: under ``if``/``while`` whose condition is always false (``if False:``,
   ``if 0:``, ``if DEBUG:`` with a module constant ``DEBUG = False``, ``if TYPE_CHECKING:``), in
@@ -21,8 +21,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Sequence
 
-from client.analysis.astwalk import SCOPES, walk
-from client.analysis.constfold import Names, is_empty, truth
+from client.analysis.classify.astwalk import SCOPES, walk
+from client.analysis.classify.constfold import Names, is_empty, truth
 
 __all__ = ["catches_assertion", "expects_assertion", "walk_live"]
 

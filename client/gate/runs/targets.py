@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from client.analysis.roles import layout_of
-from client.analysis.symbols import definitions
+from client.analysis.patch.roles import layout_of
+from client.analysis.patch.symbols import definitions
 from client.gate.workspace import Workspace
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring

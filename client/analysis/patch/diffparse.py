@@ -1,10 +1,10 @@
 """Parsing unified diffs (git-style and plain) into file patches.
 
 The gate never applies a patch with this module, and what a patch touched is read from the trees
-``git apply -p1`` produced (:mod:`client.analysis.treediff`), never from here. This parser says
-only what the trees cannot: whether the bytes are a well-formed diff at all (anything else raises
-:class:`PatchParseError`, a ``PatchgateError``, never a bare exception: an unparsable patch is a
-provenance refusal) and which file patch renamed or copied what. It reads names exactly as
+``git apply -p1`` produced (:mod:`client.analysis.patch.treediff`), never from here. This parser
+says only what the trees cannot: whether the bytes are a well-formed diff at all (anything else
+raises :class:`PatchParseError`, a ``PatchgateError``, never a bare exception: an unparsable patch
+is a provenance refusal) and which file patch renamed or copied what. It reads names exactly as
 ``git apply -p1`` does, and a unit test holds that both agree on every patch of the attack corpus
 (``tests/attacks/``).
 

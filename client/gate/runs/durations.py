@@ -3,7 +3,7 @@
 ``$XDG_CACHE_HOME/patchgate/durations.json`` (default ``~/.cache/patchgate/durations.json``):
 ``{"v": 1, "ms": {<key>: <ms>}}``, where the key is a hash of the property id and its command, and
 the value the mean duration of its runs in the last check that ran it. It is read to estimate the
-cost of each group when a lane has several executors (``client.gate.spread``) and written after
+cost of each group when a lane has several executors (``client.gate.runs.spread``) and written after
 each lane; it is never read by anything that decides an outcome, a verdict or a receipt field, so
 a stale, missing, corrupt or hostile file can only make the split less even. Reading never fails
 a check (anything unreadable is an empty memory); writing is atomic and best effort.

@@ -3,7 +3,8 @@
 A small, safe evaluator over the syntax tree (never ``eval``): constants, displays of constants,
 ``not``, ``and``/``or``, comparisons and small arithmetic of constants, ``range(...)`` and the
 empty constructors (``list()``, ``set()``, ...). Names are read from a :class:`Names` table that
-:mod:`client.analysis.testscope` builds from single bindings of the test module and function.
+:mod:`client.analysis.classify.testscope` builds from single bindings of the test module and
+function.
 Anything else is :data:`UNKNOWN`: the caller then treats the expression as depending on the code.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.analysis.astwalk import dotted
+from client.analysis.classify.astwalk import dotted
 
 __all__ = ["UNKNOWN", "Names", "is_empty", "truth", "value"]
 

@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from client.analysis.astwalk import dotted, walk
+from client.analysis.classify.astwalk import dotted, walk
 
 __all__ = ["FixtureFlow", "is_fixture", "mentions_fixture", "module_flow", "tainted_names"]
 
