@@ -402,27 +402,24 @@ def score_with_evidence(
             candidates.setdefault(row.symbol, []).append(by_id[row.property_id])
     if untrusted:
         say(f"mutation: not run, its evidence would not be trusted: {untrusted}")
-        results = {symbol: MutationResult(untrusted=untrusted) for symbol in candidates}
-        for symbol in symbols:
-            results.setdefault(symbol, MutationResult())
-        record = {"enabled": True, "k": s.mutants, "mutants_run": 0, "elapsed_ms": 0}
-        return scored(results), {**record, "symbols": {}, "untrusted": untrusted}
-    say(f"mutation: up to {s.mutants} mutants for each of {len(candidates)} symbol(s)")
+        found = {symbol: MutationResult(untrusted=untrusted) for symbol in candidates}
+        record = {"enabled": True, "k": s.mutants, "mutants_run": 0, "elapsed_ms": 0,
+                  "symbols": {}, "untrusted": untrusted}  # fmt: skip
+    else:
+        say(f"mutation: up to {s.mutants} mutants for each of {len(candidates)} symbol(s)")
 
-    def connect(address: str) -> MutantClient:
-        return ExecutorClient(
-            address, tls=s.executor_tls, lane="local", executor_keyring=executor_keyring
-        )
+        def connect(address: str) -> MutantClient:
+            return ExecutorClient(
+                address, tls=s.executor_tls, lane="local", executor_keyring=executor_keyring
+            )
 
-    run = run_mutants(
-        candidates=candidates, sites=sites, patched=patched, k=s.mutants,
-        patch_sha256=patch_sha256, addresses=s.executors, connect=connect, envelope=envelope,
-        expected_digest=digest, fixture_root=fixture_root, say=say,
-        concurrency=s.executor_concurrency,
-    )  # fmt: skip
+        run = run_mutants(
+            candidates=candidates, sites=sites, patched=patched, k=s.mutants,
+            patch_sha256=patch_sha256, addresses=s.executors, connect=connect, envelope=envelope,
+            expected_digest=digest, fixture_root=fixture_root, say=say,
+            concurrency=s.executor_concurrency,
+        )  # fmt: skip
+        found, record = dict(run.results), run.record
     # A symbol no property would credit keeps its first reason: the stage did not reach it.
-    results = dict(run.results)
-    for symbol in symbols:
-        if symbol not in candidates:
-            results.setdefault(symbol, MutationResult())
-    return scored(results), run.record
+    results = {symbol: found.get(symbol, MutationResult()) for symbol in symbols}
+    return scored(results), record
