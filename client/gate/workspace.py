@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from client.analysis.patch.treediff import PathChange, tree_changes
@@ -53,9 +54,15 @@ class Workspace:
     base_dir: Path
     patched_dir: Path
 
-    def changes(self) -> tuple[PathChange, ...]:
-        """Every path whose kind, mode or bytes differ between the base and the patched tree."""
+    @cached_property
+    def _changes(self) -> tuple[PathChange, ...]:
         return tree_changes(self.base_dir, self.patched_dir)
+
+    def changes(self) -> tuple[PathChange, ...]:
+        """Every path whose kind, mode or bytes differ between the base and the patched tree:
+        compared once per check (several steps ask; neither tree changes after the patch is
+        applied)."""
+        return self._changes
 
     def read_base(self, path: str) -> bytes | None:
         """Bytes of a regular file of the base tree (None: absent, a symlink or not a file)."""
