@@ -54,7 +54,7 @@ class Marker:
 
 
 def markers_of(source: bytes) -> list[Marker] | None:
-    """Every introspection marker of a Python source; None when it does not parse."""
+    """Every introspection marker of a Python source, by line; None when it does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -66,12 +66,12 @@ def markers_of(source: bytes) -> list[Marker] | None:
         for alias in node.names
         if alias.name == "sys"
     }
-    found: list[Marker] = []
-    for node in ast.walk(tree):
-        line = getattr(node, "lineno", 0)
-        for what in _marks(node, sys_names):
-            found.append(Marker(what, line))
-    return found
+    found = [
+        Marker(what, getattr(node, "lineno", 0))
+        for node in ast.walk(tree)
+        for what in _marks(node, sys_names)
+    ]
+    return sorted(found, key=lambda m: m.line)  # in source order, for the reason a person reads
 
 
 def _marks(node: ast.AST, sys_names: set[str]) -> list[str]:
