@@ -119,13 +119,16 @@ ANALYSIS_MAY_IMPORT: dict[str, frozenset[str]] = {
 def test_analysis_rooms_import_one_way(room: str) -> None:
     """patch/ and classify/ stand alone; mutation/ may read where a symbol is defined (patch/)."""
     allowed = ANALYSIS_MAY_IMPORT[room] | {room}
-    sub = ".".join  # client.analysis.<room>
+
+    def room_of(module: str) -> str:  # client.analysis.<room>
+        return ".".join(module.split(".")[:3])
+
     bad = sorted(
         f"{mod} -> {dep}"
         for mod, deps in _project_imports().items()
-        if sub(mod.split(".")[:3]) == room
+        if room_of(mod) == room
         for dep in deps
-        if dep.startswith("client.analysis") and sub(dep.split(".")[:3]) not in allowed
+        if dep.startswith("client.analysis") and room_of(dep) not in allowed
     )
     assert bad == []
 
