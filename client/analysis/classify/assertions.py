@@ -150,7 +150,7 @@ def classify_source(
     parsed = modules.parse(raw)
     if parsed is None:
         return _opaque(property_id, node_id, test_file, function, f"{test_file} does not parse")
-    source, tree = parsed
+    lines, tree = parsed
     found = _locate(tree, names)
     if found is None:
         why = f"{test_file} has no test function {function}"
@@ -166,7 +166,7 @@ def classify_source(
         test_file=test_file,
         function=function,
         assertion_class=assertion_class,
-        predicate_hash=hashlib.sha256(_segment(modules.lines(source), func).encode()).hexdigest(),
+        predicate_hash=hashlib.sha256(_segment(lines, func).encode()).hexdigest(),
         freeze_ids=freeze_ids,
         detail=detail,
     )
@@ -181,26 +181,19 @@ class _Modules:
 
     def __init__(self, production: Callable[[str], bool]) -> None:
         self.production = production
-        self._parsed: dict[bytes, tuple[str, ast.Module] | None] = {}
+        self._parsed: dict[bytes, tuple[_SourceLines, ast.Module] | None] = {}
         self._flows: dict[int, FixtureFlow] = {}
         self._scopes: dict[tuple[int, ...], Scope] = {}
-        self._lines: dict[int, _SourceLines] = {}
 
-    def parse(self, raw: bytes) -> tuple[str, ast.Module] | None:
-        """The source text and its tree, or None when it does not decode or parse."""
+    def parse(self, raw: bytes) -> tuple[_SourceLines, ast.Module] | None:
+        """The source's lines and its tree, or None when it does not decode or parse."""
         if raw not in self._parsed:
             try:
                 source = raw.decode("utf-8")
-                self._parsed[raw] = (source, ast.parse(source))
+                self._parsed[raw] = (_SourceLines.of(source), ast.parse(source))
             except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
                 self._parsed[raw] = None
         return self._parsed[raw]
-
-    def lines(self, source: str) -> _SourceLines:
-        """``source`` split into lines, once per parsed text (kept alive by ``_parsed``)."""
-        if id(source) not in self._lines:
-            self._lines[id(source)] = _SourceLines.of(source)
-        return self._lines[id(source)]
 
     def flow(self, tree: ast.Module) -> FixtureFlow:
         """The module's fixture flow (:func:`module_flow`), once per tree."""
