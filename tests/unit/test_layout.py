@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -93,18 +94,23 @@ def test_no_role_package_imports_another() -> None:
     assert bad == []
 
 
+def _crossings(
+    room: str, may: frozenset[str], room_of: Callable[[str], str], within: str
+) -> list[str]:
+    """Imports from ``room`` into another room under ``within`` that ``may`` does not allow."""
+    return sorted(
+        f"{mod} -> {dep}"
+        for mod, deps in _project_imports().items()
+        if room_of(mod) == room
+        for dep in deps
+        if dep.startswith(within) and room_of(dep) not in may | {room}
+    )
+
+
 @pytest.mark.parametrize("room", sorted(CLIENT_MAY_IMPORT))
 def test_client_rooms_import_one_way(room: str) -> None:
     """commands -> gate -> verdict, analysis; lanes stand apart; nothing imports a command."""
-    allowed = CLIENT_MAY_IMPORT[room] | {room}
-    bad = sorted(
-        f"{mod} -> {dep}"
-        for mod, deps in _project_imports().items()
-        if _room(mod) == room
-        for dep in deps
-        if dep.startswith("client") and _room(dep) not in allowed
-    )
-    assert bad == []
+    assert _crossings(room, CLIENT_MAY_IMPORT[room], _room, "client") == []
 
 
 # Inside client.analysis: which of its rooms each may import (besides itself).
@@ -118,19 +124,11 @@ ANALYSIS_MAY_IMPORT: dict[str, frozenset[str]] = {
 @pytest.mark.parametrize("room", sorted(ANALYSIS_MAY_IMPORT))
 def test_analysis_rooms_import_one_way(room: str) -> None:
     """patch/ and classify/ stand alone; mutation/ may read where a symbol is defined (patch/)."""
-    allowed = ANALYSIS_MAY_IMPORT[room] | {room}
 
     def room_of(module: str) -> str:  # client.analysis.<room>
         return ".".join(module.split(".")[:3])
 
-    bad = sorted(
-        f"{mod} -> {dep}"
-        for mod, deps in _project_imports().items()
-        if room_of(mod) == room
-        for dep in deps
-        if dep.startswith("client.analysis") and room_of(dep) not in allowed
-    )
-    assert bad == []
+    assert _crossings(room, ANALYSIS_MAY_IMPORT[room], room_of, "client.analysis") == []
 
 
 def test_every_analysis_module_lives_in_one_of_its_rooms() -> None:
