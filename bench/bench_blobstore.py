@@ -32,7 +32,7 @@ import grpc
 from _lane import start_lane
 from _table import Row, render
 
-from executord.blobstore import BlobStore, Chunk
+from executord.store.blobstore import BlobStore, Chunk
 from patchgate.addr import parse_address
 from patchgate.logs import configure_logging
 from patchgate.v1 import executor_pb2, executor_pb2_grpc

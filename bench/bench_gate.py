@@ -28,7 +28,7 @@ from typing import Any
 from _lane import Lane, start_lane
 from _table import Row, render
 
-from executord.image import host_mounts, host_python_env
+from executord.sandbox.image import host_mounts, host_python_env
 from patchgate.executor_client import ExecutorClient
 
 __all__ = ["gate_rows"]

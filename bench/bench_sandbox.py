@@ -27,8 +27,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from executord.image import ensure_image, host_mounts, host_python_env
-from executord.sandbox import ContainerSpec, DockerRuntime, SandboxPolicy
+from executord.sandbox.container import ContainerSpec, DockerRuntime, SandboxPolicy
+from executord.sandbox.image import ensure_image, host_mounts, host_python_env
 from patchgate.digest import Manifest, hash_files, scan_fixture_tree
 from patchgate.envelope import fixture_statement, sign_envelope
 from patchgate.executor_client import ExecutorClient

@@ -11,10 +11,7 @@ from pathlib import Path
 import grpc
 import structlog
 
-from executord.access import RoleInterceptor
-from executord.blobstore import BlobStore
 from executord.errors import SandboxError
-from executord.image import DEFAULT_PATH, ensure_image, host_mounts, host_python_env, image_path
 from executord.lifecycle import (
     Started,
     clean_up,
@@ -23,10 +20,19 @@ from executord.lifecycle import (
     serve_until_stopped,
     start_up,
 )
-from executord.runs import Executor
-from executord.sandbox import DockerRuntime, SandboxPolicy
-from executord.service import ErrorInterceptor, ExecutorService
+from executord.runs.executor import Executor
+from executord.sandbox.container import DockerRuntime, SandboxPolicy
+from executord.sandbox.image import (
+    DEFAULT_PATH,
+    ensure_image,
+    host_mounts,
+    host_python_env,
+    image_path,
+)
+from executord.service.access import RoleInterceptor
+from executord.service.adapter import ErrorInterceptor, ExecutorService
 from executord.settings import ExecutorSettings, default_state_dir, parse_bytes
+from executord.store.blobstore import BlobStore
 from patchgate.addr import parse_address, plaintext_listen_allowed
 from patchgate.errors import PatchgateError, UsageError
 from patchgate.keys import Keyring, Signer, load_signer

@@ -2,7 +2,7 @@
 
 Start: remove the containers labelled with this daemon's instance (a previous process of the same
 instance left them; another instance's are never touched), claim this process's work directory
-and remove the work directories of dead executor processes (``executord.workdir``).
+and remove the work directories of dead executor processes (``executord.store.workdir``).
 
 Stop, on SIGTERM/SIGINT, within ``grace`` seconds of the signal:
 
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import structlog
 
 from executord.errors import SandboxError
-from executord.sandbox import ContainerRuntime, sweep
-from executord.service import ExecutorService
+from executord.sandbox.container import ContainerRuntime, sweep
+from executord.service.adapter import ExecutorService
 from executord.settings import ExecutorSettings
-from executord.workdir import WorkDir, sweep_work_dirs
+from executord.store.workdir import WorkDir, sweep_work_dirs
 from patchgate.server import DaemonServer
 
 __all__ = ["Started", "clean_up", "drain_grace", "owner_name", "serve_until_stopped", "start_up"]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from executord.channel import MAX_CHANNEL_BYTES, ReportChannel, write_targets
-from executord.records import RecordLog, property_outcome
-from executord.reporter import MODULE, REPORTER_DIR
+from executord.inside import MODULE, REPORTER_DIR
+from executord.runs.channel import MAX_CHANNEL_BYTES, ReportChannel, write_targets
+from executord.runs.records import RecordLog, property_outcome
 from patchgate.pytest_plugin import MARKER_LINE
 
 pytestmark = [pytest.mark.integration]

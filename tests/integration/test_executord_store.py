@@ -16,8 +16,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from executord.blobstore import BlobStore, Chunk
 from executord.errors import ResourceExhausted
+from executord.store.blobstore import BlobStore, Chunk
 from patchgate.v1 import executor_pb2, executor_pb2_grpc
 from tests.conftest import KeyPair
 from tests.integration.fixtures_executor import start_executor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from executord.access import refusal
+from executord.service.access import refusal
 
 
 @pytest.mark.parametrize("method", ["GetInfo", "FindMissingBlobs", "UploadBlobs", "Execute"])

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from executord.blobstore import BlobStore, Chunk, StoredBlob, scan_store
 from executord.errors import InvalidArgument, ResourceExhausted
+from executord.store.blobstore import BlobStore, Chunk, StoredBlob, scan_store
 
 
 def _chunks(data: bytes, size: int = 4) -> list[Chunk]:

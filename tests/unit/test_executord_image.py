@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from executord.errors import SandboxError
-from executord.fakeruntime import FakeRuntime
-from executord.image import PythonEnv, build_host_tar, ensure_image, host_mounts
+from executord.runs.fakeruntime import FakeRuntime
+from executord.sandbox.image import PythonEnv, build_host_tar, ensure_image, host_mounts
 from executord.settings import parse_bytes
 
 

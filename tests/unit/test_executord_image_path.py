@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from executord.fakeruntime import FakeRuntime
-from executord.image import DEFAULT_PATH, image_path, path_from_env
+from executord.runs.fakeruntime import FakeRuntime
+from executord.sandbox.image import DEFAULT_PATH, image_path, path_from_env
 from tests.unit.test_executord_runs import _execute, _rig
 
 

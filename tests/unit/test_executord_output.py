@@ -1,11 +1,11 @@
-"""A run's stdout/stderr tails (executord.output): demultiplexed, capped, never trusted."""
+"""A run's stdout/stderr tails (executord.sandbox.output): demultiplexed, capped, never trusted."""
 
 from __future__ import annotations
 
 import io
 import struct
 
-from executord.output import OutputCapture, printable, pump_frames
+from executord.sandbox.output import OutputCapture, printable, pump_frames
 
 
 def _frame(stream: int, data: bytes) -> bytes:

@@ -1,4 +1,4 @@
-"""The reporter's records and the outcome rule (executord.records): junk, caps, order, agreement."""
+"""The reporter's records and the outcome rule (``runs.records``): junk, caps, order, agreement."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from executord.records import (
+from executord.runs.records import (
     MAX_RECORD_BYTES,
     MAX_RECORDS,
     RecordLog,
@@ -266,7 +266,7 @@ def test_a_batch_that_sent_nothing_reruns_everything_alone() -> None:
 def test_an_items_output_tree_is_the_propertys_tree_and_a_bad_one_is_a_problem() -> None:
     """Issue 17: each item may carry the sha256 of its output area; a property's tree is its
     test's, several tests' are hashed together, a missing one is "" (not measured)."""
-    from executord.records import tree_of  # noqa: PLC0415 - one test of the tree
+    from executord.runs.records import tree_of  # noqa: PLC0415 - one test of the tree
 
     log = _session(_item(1, tree="a" * 64))
     assert tree_of(log, [NODE]) == "a" * 64

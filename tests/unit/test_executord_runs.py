@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from executord.blobstore import BlobStore, Chunk
 from executord.errors import FailedPrecondition, InvalidArgument
-from executord.fakeruntime import FakeRun, FakeRuntime, reporter_lines
-from executord.request import ExecuteInput, PropertyRun, TreeItem
-from executord.runs import Executor, with_reporter
-from executord.sandbox import Mount, SandboxPolicy
+from executord.runs.executor import Executor, with_reporter
+from executord.runs.fakeruntime import FakeRun, FakeRuntime, reporter_lines
+from executord.runs.request import ExecuteInput, PropertyRun, TreeItem
+from executord.sandbox.container import Mount, SandboxPolicy
+from executord.store.blobstore import BlobStore, Chunk
 from patchgate.digest import FileEntry, Manifest
 from patchgate.envelope import (
     FIXTURE_PREDICATE_TYPE,

@@ -9,8 +9,14 @@ from pathlib import Path
 import pytest
 
 from executord.errors import SandboxError
-from executord.fakeruntime import FakeRun, FakeRuntime
-from executord.sandbox import ContainerSpec, Mount, SandboxPolicy, _engine_time, run_container
+from executord.runs.fakeruntime import FakeRun, FakeRuntime
+from executord.sandbox.container import (
+    ContainerSpec,
+    Mount,
+    SandboxPolicy,
+    _engine_time,
+    run_container,
+)
 
 POLICY = SandboxPolicy(image="img")
 
@@ -102,7 +108,7 @@ class _LateKillEvent:
 
 def test_a_kill_logged_just_after_the_exit_still_counts() -> None:
     """Regression (seen once in six runs under load): docker kill came back as `error`."""
-    from executord.sandbox import _killed_from_outside  # noqa: PLC0415
+    from executord.sandbox.container import _killed_from_outside  # noqa: PLC0415
 
     engine = _LateKillEvent()
     assert _killed_from_outside(engine, "c", 137)  # type: ignore[arg-type]

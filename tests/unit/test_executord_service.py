@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from executord.errors import FailedPrecondition, Unavailable
-from executord.fakeruntime import FakeRun, FakeRuntime
-from executord.service import ExecutorService
+from executord.runs.fakeruntime import FakeRun, FakeRuntime
+from executord.service.adapter import ExecutorService
 from patchgate.keys import Keyring
 from patchgate.v1 import common_pb2, executor_pb2
 from tests.unit.test_executord_runs import FIXTURES, OPERATOR, Rig, _input, _rig

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from executord.checks import MAX_TARGETS, check_request
 from executord.errors import InvalidArgument
-from executord.request import CodeTarget, ExecuteInput, PropertyRun
+from executord.runs.checks import MAX_TARGETS, check_request
+from executord.runs.request import CodeTarget, ExecuteInput, PropertyRun
 from patchgate.digest import Manifest
 from patchgate.envelope import Envelope
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from executord.workdir import LOCK_NAME, WorkDir, WorkDirError, sweep_work_dirs
+from executord.store.workdir import LOCK_NAME, WorkDir, WorkDirError, sweep_work_dirs
 
 HOST = socket.gethostname()
 HOLDER = """
 import sys, time
 from pathlib import Path
-from executord.workdir import WorkDir
+from executord.store.workdir import WorkDir
 w = WorkDir.claim(Path(sys.argv[1]), sys.argv[2])
 (w.path / "req-x").mkdir()
 (w.path / "req-x" / "big").write_bytes(b"x" * 1024)

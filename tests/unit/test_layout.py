@@ -143,11 +143,51 @@ def test_every_analysis_module_lives_in_one_of_its_rooms() -> None:
     assert {f"client.analysis.{r}" for r in rooms} == set(ANALYSIS_MAY_IMPORT)
 
 
+# Inside executord: which of its rooms each may import (besides itself and the top-level modules
+# ``errors``/``settings``). ``inside`` runs in the sandbox and imports nothing of the daemon.
+EXECUTORD_MAY_IMPORT: dict[str, frozenset[str]] = {
+    "executord.service": frozenset({"executord.runs", "executord.store"}),
+    "executord.runs": frozenset({"executord.sandbox", "executord.store", "executord.inside"}),
+    "executord.sandbox": frozenset(),
+    "executord.store": frozenset(),
+    "executord.inside": frozenset(),
+}
+_EXECUTORD_TOP = frozenset({"executord.errors", "executord.settings"})
+
+
+@pytest.mark.parametrize("room", sorted(EXECUTORD_MAY_IMPORT))
+def test_executord_rooms_import_one_way(room: str) -> None:
+    """service -> runs -> sandbox, store, inside (to find its files); sandbox and store alone."""
+
+    def room_of(module: str) -> str:  # executord.<room>, or a top-level module itself
+        return ".".join(module.split(".")[:2])
+
+    may = EXECUTORD_MAY_IMPORT[room] | (
+        frozenset() if room == "executord.inside" else _EXECUTORD_TOP
+    )
+    assert _crossings(room, may, room_of, "executord") == []
+
+
+def test_every_executord_module_lives_in_a_room() -> None:
+    """executord/ holds its entry point, errors, settings and lifecycle; the rest is in rooms."""
+    loose = sorted(p.name for p in (ROOT / "executord").glob("*.py"))
+    assert loose == [
+        "__init__.py",
+        "__main__.py",
+        "cli.py",
+        "errors.py",
+        "lifecycle.py",
+        "settings.py",
+    ]
+    rooms = {p.name for p in (ROOT / "executord").iterdir() if (p / "__init__.py").is_file()}
+    assert {f"executord.{r}" for r in rooms} == set(EXECUTORD_MAY_IMPORT)
+
+
 def test_no_client_package_holds_more_than_a_dozen_modules() -> None:
-    """A package of the client that grows past twelve modules splits into sub-packages by concern.
-    (executord and patchgate are flat today and larger: noted in docs/architecture.md.)"""
+    """A package of the client or the executor that grows past twelve modules splits into
+    sub-packages by concern (patchgate, the shared library, is flat: docs/architecture.md)."""
     crowded = {}
-    for role in ("client",):
+    for role in ("client", "executord"):
         for init in (ROOT / role).rglob("__init__.py"):
             if "/v1/" in init.as_posix():
                 continue  # generated stubs

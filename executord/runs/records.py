@@ -1,6 +1,6 @@
 """Records from the executor's reporter, and the rule that turns them into a property's outcome.
 
-The reporter (``executord/reporter/patchgate_reporter.py``) sends one JSON line per event:
+The reporter (``executord/inside/patchgate_reporter.py``) sends one JSON line per event:
 ``start``, ``collect`` (a collection error), ``item`` (a test, after its teardown) and ``finish``
 (pytest's exit status). ``RecordLog`` checks each line as it arrives: the run's nonce, the
 sequence number, the size, the shape. The first record per node id is kept; a later one that
@@ -12,7 +12,8 @@ property **and** an exit status of 0 that the reporter's own final record agrees
 item needs exit status 1. Everything else — disagreement, a missing item, no final record, a skip,
 an error in setup or teardown — is ``error`` with the reason. These are outcomes, never transport.
 
-A run may hold several properties (a batch, ``executord.runs``): the exit status is then checked
+A run may hold several properties (a batch, ``executord.runs.executor``): the exit status is then
+checked
 against every item of the run, an item the reporter marked ``exceeded_bound`` (its per-test alarm)
 makes its property ``exceeded_bound``, and ``batch_outcomes`` decides which properties keep the
 batch's outcome and which are re-run alone (docs/executor.md, "Batched runs").

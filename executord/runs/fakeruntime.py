@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from executord.errors import SandboxError
-from executord.records import RecordLog
-from executord.runs import PLUGIN_PATH
-from executord.sandbox import ContainerSpec, SandboxPolicy
+from executord.runs.executor import PLUGIN_PATH
+from executord.runs.records import RecordLog
+from executord.sandbox.container import ContainerSpec, SandboxPolicy
 
 __all__ = ["FakeChannel", "FakeRun", "FakeRuntime", "reporter_lines"]
 

@@ -7,9 +7,9 @@ it — is FAILED_PRECONDITION.
 
 from __future__ import annotations
 
-from executord.blobstore import is_digest
 from executord.errors import FailedPrecondition, InvalidArgument
-from executord.request import ExecuteInput
+from executord.runs.request import ExecuteInput
+from executord.store.blobstore import is_digest
 from patchgate.digest import Manifest, validate_path
 from patchgate.errors import UnsafePathError
 from patchgate.pins import command_allowed

@@ -22,7 +22,7 @@ from patchgate.tls import peer_spiffe_role
 
 __all__ = ["ALLOWED_ROLES", "GUARDED_PREFIX", "RoleInterceptor", "refusal"]
 
-log = structlog.get_logger("executord.access")
+log = structlog.get_logger("executord.service.access")
 GUARDED_PREFIX = "/patchgate.v1.Executor/"
 ALLOWED_ROLES = frozenset({"client"})
 

@@ -62,7 +62,7 @@ class ClockBoundExceeded(BaseException):
 
 
 def _covers(arg: str, nodeid: str) -> bool:
-    """The executor's rule (``executord.records``): ``nodeid`` is ``arg`` or lies under it."""
+    """The executor's rule (``executord.runs.records``): ``nodeid`` is ``arg`` or lies under it."""
     if nodeid == arg or nodeid.startswith((arg + "[", arg + "::")):
         return True
     return "::" not in arg and nodeid.startswith(arg.rstrip("/") + "/")

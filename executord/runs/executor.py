@@ -5,7 +5,7 @@ commands, workspace paths, missing blobs) happens in ``prepare``, before any con
 raises FailedPrecondition or InvalidArgument. ``run`` never raises for a run's infrastructure
 problem: it becomes a transport record of that run. Outcomes come only from the executor's own
 reporter, streamed live over the run's report channel, checked against the container's exit
-status (``executord.records``); nothing the sandbox could write is read back by the host.
+status (``executord.runs.records``); nothing the sandbox could write is read back by the host.
 """
 
 from __future__ import annotations
@@ -25,27 +25,33 @@ from pathlib import Path
 
 import structlog
 
-from executord.blobstore import BlobStore
-from executord.channel import (
+from executord.errors import FailedPrecondition, SandboxError
+from executord.inside import FILES, MODULE, REPORTER_DIR
+from executord.runs.channel import (
     SOCKET_NAME,
     TARGETS_NAME,
     ChannelFactory,
     ReportChannel,
     write_targets,
 )
-from executord.checks import check_request
-from executord.errors import FailedPrecondition, SandboxError
-from executord.output import TAIL_BYTES, OutputCapture, printable
-from executord.records import (
+from executord.runs.checks import check_request
+from executord.runs.records import (
     BatchVerdict,
     batch_outcomes,
     node_arguments,
     property_outcome,
     tree_of,
 )
-from executord.reporter import FILES, MODULE, REPORTER_DIR
-from executord.request import ExecuteInput, PropertyRun
-from executord.sandbox import ContainerRuntime, ContainerSpec, Mount, SandboxPolicy, run_container
+from executord.runs.request import ExecuteInput, PropertyRun
+from executord.sandbox.container import (
+    ContainerRuntime,
+    ContainerSpec,
+    Mount,
+    SandboxPolicy,
+    run_container,
+)
+from executord.sandbox.output import TAIL_BYTES, OutputCapture, printable
+from executord.store.blobstore import BlobStore
 from patchgate.batching import Group, group_properties, run_order
 from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
 from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelope
@@ -58,7 +64,7 @@ from patchgate.v1 import executor_pb2
 
 __all__ = ["Executor", "Prepared", "Progress", "with_reporter"]
 
-log = structlog.get_logger("executord.runs")
+log = structlog.get_logger("executord.runs.executor")
 WORKSPACE = "/workspace"
 REPORTER = "/patchgate/reporter"  # the reporter plugin, read-only
 RUN = "/patchgate/run"  # the run's report socket and targets, read-only
@@ -117,7 +123,7 @@ class Prepared:
 
 
 class Executor:
-    """The executor's logic; no grpc here (the service adapter is ``executord.service``)."""
+    """The executor's logic; no grpc here (the service adapter is ``executord.service.adapter``)."""
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from executord.errors import SandboxError
-from executord.sandbox import ContainerRuntime, Mount
+from executord.sandbox.container import ContainerRuntime, Mount
 
 __all__ = [
     "DEFAULT_PATH",

@@ -1,4 +1,6 @@
-"""The executor's pytest reporter, shipped with the executor and mounted read-only into sandboxes.
+"""The code that runs inside the sandbox, shipped with the executor and mounted read-only there.
+
+Today that is the executor's pytest reporter.
 
 ``patchgate_reporter.py`` is the plugin itself (stdlib and pytest only); ``patchgate_channel.py``
 takes the run's nonce and connects at interpreter start, imported by ``sitecustomize.py``. None of

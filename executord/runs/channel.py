@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from executord.records import MAX_RECORD_BYTES, RecordLog
+from executord.runs.records import MAX_RECORD_BYTES, RecordLog
 
 __all__ = [
     "MAX_CHANNEL_BYTES",

@@ -24,7 +24,7 @@ import structlog
 
 __all__ = ["LOCK_NAME", "WorkDir", "WorkDirError", "sweep_work_dirs"]
 
-log = structlog.get_logger("executord.workdir")
+log = structlog.get_logger("executord.store.workdir")
 LOCK_NAME = ".lock"
 _OPEN_LOCK = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
 

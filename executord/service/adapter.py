@@ -1,6 +1,7 @@
 """gRPC adapter of the executor: proto ↔ domain, and one interceptor mapping errors to statuses.
 
-The logic lives in ``executord.runs`` and ``executord.blobstore`` and imports nothing from grpc.
+The logic lives in ``executord.runs.executor`` and ``executord.store.blobstore`` and imports
+nothing from grpc.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from typing import Any
 import grpc
 import structlog
 
-from executord.blobstore import BlobStore, Chunk
 from executord.errors import ExecutorError, Unavailable
-from executord.request import CodeTarget, ExecuteInput, PropertyRun, TreeItem
-from executord.runs import Executor, Prepared, Progress
+from executord.runs.executor import Executor, Prepared, Progress
+from executord.runs.request import CodeTarget, ExecuteInput, PropertyRun, TreeItem
+from executord.store.blobstore import BlobStore, Chunk
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring
 from patchgate.server import wrap_handler
@@ -26,7 +27,7 @@ from patchgate.v1 import executor_pb2, executor_pb2_grpc, signer_pb2
 
 __all__ = ["VERSION", "ErrorInterceptor", "ExecutorService"]
 
-log = structlog.get_logger("executord.service")
+log = structlog.get_logger("executord.service.adapter")
 VERSION = "0.1.0"
 _DONE = object()
 _POLL_S = 0.25  # how often a streaming handler looks whether its call is still alive

@@ -3,7 +3,8 @@
 ``run_container`` is the only place that creates containers. It removes the container on every path
 (exit, clock bound, cancel, error) and turns every infrastructure problem into a SandboxError whose
 ``kind`` is a transport kind. ``DockerRuntime`` implements the protocol with the docker SDK and
-converts docker/requests exceptions at this boundary; ``executord.fakeruntime`` is the test fake.
+converts docker/requests exceptions at this boundary; ``executord.runs.fakeruntime`` is the test
+fake.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 import structlog
 
 from executord.errors import SandboxError
-from executord.output import OutputCapture, OutputPump
+from executord.sandbox.output import OutputCapture, OutputPump
 from patchgate.v1 import executor_pb2
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
     "sweep",
 ]
 
-log = structlog.get_logger("executord.sandbox")
+log = structlog.get_logger("executord.sandbox.container")
 _WAIT_SLICE_S = 2.0
 _SIGKILL_EXIT = 137  # 128 + SIGKILL: how a container killed through the engine exits
 
