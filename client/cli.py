@@ -47,6 +47,7 @@ _COMMANDS: tuple[str, ...] = (
     "client.commands.up",
     "client.commands.init",
     "client.commands.pin",
+    "client.commands.env",
 )
 # Command name -> its module, so that running one command imports only its module (``digest``
 # needs neither grpc nor docker). --help, or an unknown command, imports them all.
@@ -58,6 +59,7 @@ _MODULE_OF: dict[str, str] = {
     "verify-receipt": "client.commands.verify",
     "demo": "client.commands.demo",
     "up": "client.commands.up",
+    "env": "client.commands.env",
     "down": "client.commands.up",
     "init": "client.commands.init",
     "pin": "client.commands.pin",

@@ -20,6 +20,7 @@ from executord.lifecycle import (
     serve_until_stopped,
     start_up,
 )
+from executord.runs.environment import Bare
 from executord.runs.executor import Executor
 from executord.sandbox.container import DockerRuntime, SandboxPolicy
 from executord.sandbox.image import (
@@ -28,6 +29,7 @@ from executord.sandbox.image import (
     host_mounts,
     host_python_env,
     image_path,
+    runtime_mounts,
 )
 from executord.service.access import RoleInterceptor
 from executord.service.adapter import ErrorInterceptor, ExecutorService
@@ -225,6 +227,11 @@ def _build(  # noqa: PLR0917 - private, one call site
         policy=policy,
         host_mounts=mounts,
         path_dirs=(env.bin_dir,) if env else (),
+        bare=Bare(
+            mounts=runtime_mounts(env) if env else (),
+            path_dirs=(env.base_bin,) if env else (),
+            hidden=env.base_site if env else (),
+        ),
         base_path=base_path,
         work_dir=started.work.path,
         max_parallel=settings.max_parallel,

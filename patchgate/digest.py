@@ -107,6 +107,10 @@ class Manifest:
     seed: int = 0
     clock_bound_ms: int = 0
     allowed_commands: tuple[tuple[str, ...], ...] = ()
+    #: The environment digest v1 of the suite's environment (``patchgate.environment``), or None
+    #: for a base that configures none. Not part of the fixture digest v1: the signed statement
+    #: carries it as a predicate field of its own.
+    environment_digest: str | None = None
 
     def digest(self) -> str:
         """The canonical fixture digest v1 of this manifest."""

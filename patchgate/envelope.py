@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from patchgate.digest import FileEntry, Manifest, fixture_digest
+from patchgate.digest import SHA256_HEX, FileEntry, Manifest, fixture_digest
 from patchgate.errors import EnvelopeError, UnsafePathError, VerificationError
 from patchgate.keys import Keyring, Signer
 from patchgate.v1 import common_pb2
@@ -220,6 +220,8 @@ def fixture_statement(
         "signer": {"keyid": signer.keyid, "role": signer.role},
         "issuedAt": issued_at,
     }
+    if manifest.environment_digest is not None:
+        predicate["environment_digest"] = manifest.environment_digest
     subject_digest = fixture_digest(manifest) if digest is None else digest
     return build_statement(manifest.pin_id, subject_digest, FIXTURE_PREDICATE_TYPE, predicate)
 
@@ -247,6 +249,7 @@ def parse_fixture_statement(payload: bytes) -> tuple[Manifest, str, str]:
             seed=int(m["seed"]),
             clock_bound_ms=int(m["clock_bound_ms"]),
             allowed_commands=tuple(tuple(str(a) for a in c) for c in m["allowed_commands"]),
+            environment_digest=_environment_digest(pred),
         )
         recomputed = fixture_digest(manifest)
     except (KeyError, TypeError, ValueError, UnsafePathError) as exc:
@@ -255,6 +258,16 @@ def parse_fixture_statement(payload: bytes) -> tuple[Manifest, str, str]:
         raise EnvelopeError("statement: subject does not match the manifest's pin id and digest")
     issued = pred.get("issuedAt", "")
     return manifest, recomputed, issued if isinstance(issued, str) else ""
+
+
+def _environment_digest(predicate: dict[str, Any]) -> str | None:
+    """``predicate.environment_digest``: absent (no environment configured) or 64 lowercase hex."""
+    if "environment_digest" not in predicate:
+        return None
+    value = predicate["environment_digest"]
+    if not isinstance(value, str) or not SHA256_HEX.fullmatch(value):
+        raise EnvelopeError("statement: predicate.environment_digest is not 64 lowercase hex")
+    return value
 
 
 def verify_fixture_envelope(envelope: Envelope, operator_keyring: Keyring) -> FixtureStatement:

@@ -12,6 +12,7 @@ Hierarchy::
     ├── KeyringError               a malformed keyring file
     ├── EnvelopeError              a DSSE envelope that is malformed
     │   └── VerificationError      ... or whose signature/role does not verify
+    ├── EnvironmentBuildError      the suite's environment cannot be built or verified
     ├── LedgerError                a ledger record that cannot be read or written
     ├── RefusedError               a daemon refused the request (INVALID_ARGUMENT,
     │                              FAILED_PRECONDITION, PERMISSION_DENIED, ...): a decision,
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "EnvelopeError",
+    "EnvironmentBuildError",
     "FixtureScanError",
     "KeyFileError",
     "KeyringError",
@@ -166,3 +168,7 @@ class TransportError(PatchgateError):
         super().__init__(f"transport failure ({kind}): {detail}")
         self.kind = kind
         self.detail = detail
+
+
+class EnvironmentBuildError(PatchgateError):
+    """The suite's environment cannot be built, found or verified (the message says why)."""

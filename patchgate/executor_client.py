@@ -28,7 +28,8 @@ from google.protobuf import json_format
 from patchgate.addr import parse_address
 from patchgate.digest import FileEntry, hash_files
 from patchgate.envelope import Envelope, parse_fixture_statement
-from patchgate.errors import EnvelopeError, RefusedError, TransportError
+from patchgate.environment import cached_tree, environment_digest, tree_files
+from patchgate.errors import EnvelopeError, EnvironmentBuildError, RefusedError, TransportError
 from patchgate.evidence import SandboxLog
 from patchgate.keys import KeyEntry, Keyring, keyid_of, load_public_pem
 from patchgate.pins import PropertyPin
@@ -229,6 +230,9 @@ class ExecutorClient:
         blobs = {e.sha256: files[p] for p, e in entries.items()}
         for path, fe in manifest.files.items():
             blobs[fe.sha256] = Path(workspace) / path
+        environment = _environment(manifest.environment_digest)
+        for fe, full in environment.values():
+            blobs[fe.sha256] = full
         request = executor_pb2.ExecuteRequest(
             request_id=request_id,
             fixture_envelope=fixture_envelope.to_proto(),
@@ -244,6 +248,10 @@ class ExecutorClient:
                 for p, f, la, n in targets
             ],
             isolation=isolation,
+            environment=[
+                executor_pb2.TreeEntry(path=p, digest=fe.sha256, size=fe.size)
+                for p, (fe, _) in sorted(environment.items())
+            ],
         )
         t0 = time.monotonic()
         uploaded = 0
@@ -254,9 +262,8 @@ class ExecutorClient:
             result = self._stream(request, on_progress)
         except TransportError as exc:
             return self._failed(pairs, exc.kind, exc.detail, uploaded)
-        return self._verify(
-            result, keyring, (request_id, signed_digest), pairs, uploaded, upload_ms
-        )
+        expected = (request_id, signed_digest, manifest.environment_digest or "executor")
+        return self._verify(result, keyring, expected, pairs, uploaded, upload_ms)
 
     def _stream(
         self, request: executor_pb2.ExecuteRequest, on_progress: Callable[[str], None] | None
@@ -279,13 +286,13 @@ class ExecutorClient:
         self,
         result: executor_pb2.ExecuteResult,
         keyring: Keyring,
-        expected: tuple[str, str],
+        expected: tuple[str, str, str],
         pairs: list[tuple[str, int]],
         uploaded: int,
         upload_ms: int,
     ) -> ExecutionResult:
         report = result.report
-        request_id, signed_digest = expected
+        request_id, signed_digest, environment = expected
         envelope = Envelope.from_proto(result.result_envelope)
         if not self._pinned:
             keyring = self._tofu_learn(keyring, {sig.keyid for sig in envelope.signatures})
@@ -297,6 +304,12 @@ class ExecutorClient:
             return self._failed(pairs, "internal", "signed report differs", uploaded)
         if report.observed_fixture_digest != signed_digest:
             return self._failed(pairs, "internal", "observed another digest", uploaded)
+        # An executor older than the field reports "" for a base with no environment.
+        if report.environment != environment and (report.environment, environment) != (
+            "",
+            "executor",
+        ):
+            return self._failed(pairs, "internal", "ran in another environment", uploaded)
         if report.request_id != request_id:
             return self._failed(pairs, "internal", "report of another request", uploaded)
         extra = {"lane": self.lane, "address": self.address}
@@ -362,6 +375,31 @@ class ExecutorClient:
 
 def _wanted(o: common_pb2.RunOutcome, pairs: list[tuple[str, int]]) -> bool:
     return (o.property_id, o.run_index) in pairs
+
+
+def _environment(digest: str | None) -> dict[str, tuple[FileEntry, Path]]:
+    """The files of the cached environment tree the signed manifest names (none: empty).
+
+    RefusedError when it is not cached here or its bytes no longer hash to the signed digest.
+    """
+    if digest is None:
+        return {}
+    tree = cached_tree(digest)
+    if tree is None:
+        raise RefusedError(
+            "FAILED_PRECONDITION",
+            f"environment {digest[:16]} is not in the local cache; run patchgate env build",
+        )
+    try:
+        files = tree_files(tree)
+        entries = hash_files(files)
+    except (OSError, EnvironmentBuildError) as exc:
+        raise RefusedError("FAILED_PRECONDITION", f"environment {digest[:16]}: {exc}") from None
+    if environment_digest(entries) != digest:
+        raise RefusedError(
+            "FAILED_PRECONDITION", f"cached environment {digest[:16]} changed on disk"
+        )
+    return {p: (e, files[p]) for p, e in entries.items()}
 
 
 def _tree_entry(path: str, entry: FileEntry, full: Path) -> executor_pb2.TreeEntry:

@@ -268,6 +268,10 @@ class Receipt(Record):
     #: The mutation stage: ``{"enabled": false, ...}`` when ``--mutants 0`` turned it off, else
     #: ``enabled``, ``k`` and per symbol the mutants made, skipped and not run.
     mutation: dict[str, Any] = field(default_factory=dict)
+    #: The suite's environment: its environment digest (signed, recomputed by the executor), or
+    #: ``executor`` (the base configures none: the executor's own Python and pytest); "" when
+    #: nothing was signed.
+    environment: str = ""
     admit: bool = False
 
     @classmethod
@@ -278,6 +282,7 @@ class Receipt(Record):
             raise LedgerError(f"Receipt: schema {receipt.schema!r} is not one of {RECEIPT_SCHEMAS}")
         v2_only = (
             "uncredited", "evidence", "flake_observations", "dual_pin", "override", "mutation",
+            "environment",
         )  # fmt: skip
         if receipt.schema == RECEIPT_V1 and isinstance(obj, dict) and set(v2_only) & set(obj):
             raise LedgerError(f"Receipt: a {RECEIPT_V1} receipt has no {', '.join(v2_only)}")

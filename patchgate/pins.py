@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from patchgate.digest import SHA256_HEX, FileEntry, Manifest, validate_path
+from patchgate.environment import EnvironmentConfig, parse_environment, parse_lock
 from patchgate.errors import PinError, PinErrors, UnsafePathError
 
 __all__ = [
@@ -121,6 +122,8 @@ class ProjectConfig:
     #: A check with the mutation stage off (``--mutants 0``) may be admitted only when the
     #: reviewed base configuration says so.
     allow_unmutated: bool = False
+    #: ``[tool.patchgate.environment]``: the suite's own environment (None: the executor's).
+    environment: EnvironmentConfig | None = None
 
     def roots(self, *, has_src: bool) -> tuple[str, ...]:
         """The source roots in effect (``has_src``: the base tree has a ``src/`` directory)."""
@@ -163,6 +166,7 @@ def load_config(source: PinSource) -> ProjectConfig:
         "exclude",
         "source_roots",
         "allow_unmutated",
+        "environment",
     }
     for key in table:
         if key not in known:
@@ -179,6 +183,9 @@ def load_config(source: PinSource) -> ProjectConfig:
     if "source_roots" in table:
         with problems.check():
             kwargs["source_roots"] = _source_roots(table["source_roots"], where)
+    if "environment" in table:
+        with problems.check():
+            kwargs["environment"] = parse_environment(table["environment"], where)
     if "allow_unmutated" in table:
         if isinstance(table["allow_unmutated"], bool):
             kwargs["allow_unmutated"] = table["allow_unmutated"]
@@ -600,6 +607,13 @@ def load_pins(source: PinSource, config: ProjectConfig | None = None) -> PinSet:
         raw_flakes = source.read(flake_path)
         if raw_flakes is not None:
             flakes = parse_flakes(raw_flakes, source.describe(flake_path))
+    if config.environment is not None:
+        with problems.check():
+            lock = config.environment.requirements
+            try:
+                parse_lock(_required(source, lock).decode("utf-8"), source.describe(lock))
+            except UnicodeDecodeError:
+                raise PinError(source.describe(lock), "", "not UTF-8") from None
     problems.raise_any()
     if fixtures is None:  # unreachable: raise_any raised the fixture pin's error
         raise PinError(source.describe(fx_path), "", "missing")

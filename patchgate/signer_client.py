@@ -53,6 +53,7 @@ def manifest_to_proto(manifest: Manifest) -> common_pb2.FixtureManifest:
             common_pb2.Command(argv=list(c))
             for c in sorted(manifest.allowed_commands, key=lambda c: command_text(c).encode())
         ],
+        environment_digest=manifest.environment_digest or "",
     )
 
 
@@ -143,6 +144,8 @@ class SignerClient:
             )
         if statement.manifest.pin_id != manifest.pin_id:
             raise VerificationError("signed pin id differs from the manifest's")
+        if statement.manifest.environment_digest != manifest.environment_digest:
+            raise VerificationError("signed environment digest differs from the manifest's")
         return envelope, statement
 
     def close(self) -> None:

@@ -66,6 +66,7 @@ class RawManifest:
     seed: int
     clock_bound_ms: int
     allowed_commands: Sequence[Sequence[str]]
+    environment_digest: str = ""  # "" (the proto3 default): the base configures no environment
 
 
 def validate(raw: RawManifest, limits: Limits = LIMITS) -> Manifest:
@@ -83,6 +84,9 @@ def validate(raw: RawManifest, limits: Limits = LIMITS) -> Manifest:
             f"{limits.min_clock_bound_ms}..{limits.max_clock_bound_ms}"
         )
     commands = _check_commands(raw.allowed_commands)
+    env = raw.environment_digest
+    if env and not SHA256_HEX.fullmatch(env):
+        raise InvalidArgument("environment_digest: not 64 lowercase hex characters (or empty)")
     return Manifest(
         pin_id=raw.pin_id,
         algorithm="sha256",
@@ -90,6 +94,7 @@ def validate(raw: RawManifest, limits: Limits = LIMITS) -> Manifest:
         seed=raw.seed,
         clock_bound_ms=raw.clock_bound_ms,
         allowed_commands=commands,
+        environment_digest=env or None,
     )
 
 
@@ -103,6 +108,7 @@ def check_bounds(raw: RawManifest, limits: Limits = LIMITS) -> None:
         )
     total = _bounded("pin_id", raw.pin_id, limits.max_pin_id_bytes)
     total += _bounded("algorithm", raw.algorithm, limits.max_algorithm_bytes)
+    total += _bounded("environment_digest", raw.environment_digest, 64)
     for i, f in enumerate(raw.files):
         total += _bounded(f"files[{i}].path", f.path, limits.max_path_bytes)
         total += _bounded(f"files[{i}].sha256", f.sha256, 64)

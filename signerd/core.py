@@ -113,6 +113,11 @@ class SignerCore:
                 "pin_id": cap(raw.pin_id, _PIN_ID_GRANTED_BYTES),
                 "digest": digest,
                 "keyid": self._keys.active_keyid,
+                **(
+                    {"environment_digest": manifest.environment_digest}
+                    if manifest.environment_digest
+                    else {}
+                ),
             },
             "granted",
             "",

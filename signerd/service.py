@@ -46,6 +46,7 @@ def raw_manifest(msg: common_pb2.FixtureManifest) -> RawManifest:
         seed=int(msg.seed),
         clock_bound_ms=int(msg.clock_bound_ms),
         allowed_commands=[list(c.argv) for c in msg.allowed_commands],
+        environment_digest=msg.environment_digest,
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.gate import steps
+from client.gate.environment import EXECUTOR_ENVIRONMENT, suite_environment
 from client.gate.evidence import locate_properties, symbol_locations, write_run_logs
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
 from client.gate.runs.execution import LaneResult
@@ -88,6 +89,7 @@ class _State:
     scored: bool = False
     dual_pin: str = "not_run"
     mutation: dict[str, Any] = field(default_factory=dict)  # the receipt's ``mutation`` entry
+    environment: str = ""  # the receipt's ``environment``: a digest, "executor", "" (not signed)
     seen: Evidence = field(default_factory=Evidence)  # what the report shows (CheckResult)
 
     def take(self, report: CreditReport) -> None:
@@ -148,6 +150,7 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         dual_pin=st.dual_pin,
         override=_override(s),
         mutation=st.mutation,
+        environment=st.environment,
     )
     receipt.write(s.out / FILE_NAMES["receipt"])
     write_run_logs(s.out, st.seen.logs)
@@ -293,7 +296,10 @@ class _Check:
         )
         if oracle.oracle_moved or oracle.pin_mutation or refused or fixture.manifest is None:
             return self.done(fixture_refused=refused)
-        sig = steps.signature_step(s, fixture.manifest, s.out)
+        env = suite_environment(s.repo, ws.base_rev, pins.config, ws.base_dir, self.say)
+        st.environment = env or EXECUTOR_ENVIRONMENT
+        manifest = dataclasses.replace(fixture.manifest, environment_digest=env)
+        sig = steps.signature_step(s, manifest, s.out)
         st.reasons.extend(sig.reasons)
         if sig.transport is not None:
             st.transport.append(sig.transport)

@@ -19,6 +19,7 @@ summary that says so (``decision`` ``self_test``, never admitted).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from client.gate import steps
+from client.gate.environment import EXECUTOR_ENVIRONMENT, suite_environment
 from client.gate.evidence import locate_properties, write_run_logs
 from client.gate.settings import CheckSettings
 from client.gate.workspace import base_pins, tree_at
@@ -66,6 +68,7 @@ class _Seen:
     fixture_digest: str = ""
     lanes: dict[str, Any] = field(default_factory=dict)
     transport: list[dict[str, Any]] = field(default_factory=list)
+    environment: str = ""
 
     def result(self, code: int, reasons: list[str], evidence: Evidence) -> SelfTestResult:
         summary = build_receipt(
@@ -78,6 +81,7 @@ class _Seen:
             fixture_digest=self.fixture_digest,
             lanes=self.lanes,
             transport=self.transport,
+            environment=self.environment,
         )
         return SelfTestResult(
             exit_code=code, receipt=summary, reasons=tuple(reasons), evidence=evidence
@@ -112,7 +116,10 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
         seen = _Seen(fixture_status=fixture.status, fixture_digest=fixture.digest)
         if fixture.status not in _SCORABLE or fixture.manifest is None:
             return seen.result(EXIT_UNSCORED, list(fixture.reasons), evidence)
-        sig = steps.signature_step(s, fixture.manifest, s.out)
+        env = suite_environment(s.repo, s.base, pins.config, root, say)
+        seen.environment = env or EXECUTOR_ENVIRONMENT
+        manifest = dataclasses.replace(fixture.manifest, environment_digest=env)
+        sig = steps.signature_step(s, manifest, s.out)
         if sig.transport is not None:
             return seen.result(EXIT_UNAVAILABLE, list(sig.reasons), evidence)
         if sig.envelope is None:

@@ -1,7 +1,9 @@
 """``pin properties --from-pytest``: the tests marked ``@pytest.mark.patchgate`` become properties.
 
-Collection runs in a subprocess, in the repository, with the interpreter patchgate runs under
-(so the project's own dependencies must be importable there, as for its tests)::
+Collection runs in a subprocess, in the repository. With ``[tool.patchgate.environment]`` it runs
+in the suite's environment (the base interpreter with ``-S``, the environment tree and the source
+roots on ``PYTHONPATH``: what the sandbox has); without one, with the interpreter patchgate runs
+under (so the project's own dependencies must be importable there, as for its tests)::
 
     python -m pytest --collect-only -q -p no:cacheprovider -p patchgate.pytest_collect
                      --rootdir REPO [PATH ...]
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,8 +43,10 @@ from typing import Any
 from client.errors import EXIT_CONFIG, CommandRefused, ConfigError
 from client.pinning.changes import Changes, diff_maps, no_link_on_the_way
 from client.pinning.fixtures import config_error
+from patchgate import pytest_collect
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
-from patchgate.errors import PinError, PinErrors
+from patchgate.environment import build_environment
+from patchgate.errors import EnvironmentBuildError, PinError, PinErrors
 from patchgate.pins import PROPERTY_CLASSES, DirSource, load_config, parse_fixture_pin
 from patchgate.pins import parse_properties as parse_properties_pin
 from patchgate.pytest_collect import OUT_ENV
@@ -62,17 +67,50 @@ _TAIL_LINES = 15
 Collector = Callable[[Path, Sequence[str]], list[dict[str, Any]]]
 
 
+def _environment(repo: Path, tmp: Path) -> tuple[list[str], dict[str, str]]:
+    """The interpreter prefix and environment variables collection runs with.
+
+    With ``[tool.patchgate.environment]``: the base interpreter without its site-packages
+    (``-S``), the environment tree (built or found in the cache from the working tree's lock),
+    the source roots and a copy of the collector plugin on ``PYTHONPATH`` — never patchgate's own
+    site-packages. Without: patchgate's own interpreter, as before.
+    """
+    config = load_config(DirSource(repo))
+    if config.environment is None:
+        return [sys.executable], {}
+    lock = DirSource(repo).read(config.environment.requirements)
+    if lock is None:
+        raise CommandRefused(f"{repo / config.environment.requirements}: missing", EXIT_CONFIG)
+    roots = config.roots(has_src=(repo / "src").is_dir())
+    try:
+        built = build_environment(
+            lock=lock, lock_name=config.environment.requirements, source_roots=roots
+        )
+    except EnvironmentBuildError as exc:
+        raise ConfigError([f"{exc} (patchgate env build makes it offline: --find-links)"]) from None
+    plugin = tmp / "plugin" / "patchgate"
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text("", encoding="utf-8")
+    here = Path(pytest_collect.__file__).parent
+    for name in ("pytest_collect.py", "pytest_plugin.py"):
+        shutil.copyfile(here / name, plugin / name)
+    path = [str(plugin.parent), str(built.tree), *(str(repo.resolve() / r) for r in roots)]
+    python = str(Path(sys.base_prefix) / "bin" / "python3")
+    return [python, "-S"], {"PYTHONPATH": os.pathsep.join(path), "PYTHONNOUSERSITE": "1"}
+
+
 def run_collection(repo: Path, paths: Sequence[str]) -> list[dict[str, Any]]:
     """The records of the marked tests of ``repo``; ConfigError with the tail of pytest's output."""
     with tempfile.TemporaryDirectory(prefix="patchgate-collect-") as tmp:
         out = Path(tmp) / "items.json"
-        argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        python, extra = _environment(repo, Path(tmp))
+        argv = [*python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
         argv += ["-p", "patchgate.pytest_collect", "--rootdir", str(repo.resolve()), *paths]
         try:
             proc = subprocess.run(
                 argv,
                 cwd=repo,
-                env={**os.environ, OUT_ENV: str(out), "PYTHONDONTWRITEBYTECODE": "1"},
+                env={**os.environ, **extra, OUT_ENV: str(out), "PYTHONDONTWRITEBYTECODE": "1"},
                 capture_output=True,
                 text=True,
                 errors="replace",

@@ -48,6 +48,7 @@ def build_receipt(
     dual_pin: str = "not_run",
     override: Mapping[str, str] | None = None,
     mutation: Mapping[str, Any] | None = None,
+    environment: str = "",
 ) -> Receipt:
     """A v2 Receipt; every changed symbol has a credit entry (0 unless earned).
 
@@ -79,6 +80,7 @@ def build_receipt(
         dual_pin=dual_pin,
         override=dict(override or {}),
         mutation=dict(mutation or {}),
+        environment=environment,
         admit=admit,
     )
 

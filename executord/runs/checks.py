@@ -8,6 +8,7 @@ it — is FAILED_PRECONDITION.
 from __future__ import annotations
 
 from executord.errors import FailedPrecondition, InvalidArgument
+from executord.runs.environment import check_environment
 from executord.runs.request import ExecuteInput
 from executord.store.blobstore import is_digest
 from patchgate.digest import Manifest, validate_path
@@ -53,6 +54,7 @@ def check_request(inp: ExecuteInput, manifest: Manifest) -> None:
                 "is not allowed by the signed allowed_commands"
             )
     _check_targets(inp)
+    check_environment(inp, manifest)
     seen: set[str] = set()
     for item in inp.workspace:
         try:

@@ -35,6 +35,13 @@ from executord.runs.channel import (
     write_targets,
 )
 from executord.runs.checks import check_request
+from executord.runs.environment import (
+    EXECUTOR_ENVIRONMENT,
+    Bare,
+    materialize_environment,
+    python_path,
+    sandbox_mounts,
+)
 from executord.runs.records import (
     BatchVerdict,
     batch_outcomes,
@@ -108,6 +115,8 @@ class Prepared:
     observed_digest: str
     req_dir: Path
     timings: dict[str, int] = field(default_factory=dict)
+    #: The source roots the signed environment names (None: no environment, the executor's own).
+    source_roots: tuple[str, ...] | None = None
 
     @property
     def workspace_dir(self) -> Path:
@@ -120,6 +129,10 @@ class Prepared:
     @property
     def reporter_dir(self) -> Path:
         return self.req_dir / "reporter"
+
+    @property
+    def environment_dir(self) -> Path:
+        return self.req_dir / "env" / "tree"
 
 
 class Executor:
@@ -140,6 +153,7 @@ class Executor:
         max_parallel: int,
         labels: dict[str, str],
         channels: ChannelFactory = ReportChannel.open,
+        bare: Bare | None = None,
     ) -> None:
         if signer.role != "executor":
             raise ValueError("the executor signs with an executor key only")
@@ -157,6 +171,7 @@ class Executor:
         self._slots = threading.BoundedSemaphore(self.max_parallel)
         self.labels = labels
         self.channels = channels
+        self.bare = bare or Bare()
 
     @property
     def keyid(self) -> str:
@@ -180,6 +195,7 @@ class Executor:
         manifest = statement.manifest
         check_request(inp, manifest)
         needed = [e.digest for e in inp.workspace] + [f.sha256 for f in manifest.files.values()]
+        needed += [e.digest for e in inp.environment]
         missing = self.store.missing(needed)
         if missing:
             raise FailedPrecondition(
@@ -218,6 +234,14 @@ class Executor:
         prefix = inp.fixture_root + "/"
         for path, entry in manifest.files.items():
             _place(self.store.open_blob(entry.sha256), fx / path[len(prefix) :], 0o444)
+        if manifest.environment_digest is not None:
+            prepared.environment_dir.parent.mkdir(mode=0o755)
+            prepared.source_roots = materialize_environment(
+                inp.environment,
+                prepared.environment_dir,
+                lambda item, dest: _place(self.store.open_blob(item.digest), dest, 0o444),
+                manifest.environment_digest,
+            )
         mountpoint = ws / inp.fixture_root
         mountpoint.mkdir(parents=True, exist_ok=True, mode=0o755)
         # A copy beside the request, so that its path means the same to the engine wherever the
@@ -300,6 +324,7 @@ class Executor:
             finished_at=now_utc(),
             logs=[log for _, log in sorted(state.logs, key=lambda kv: kv[0])],
             isolation=inp.isolation,
+            environment=prepared.statement.manifest.environment_digest or EXECUTOR_ENVIRONMENT,
             alone=[
                 executor_pb2.AloneRun(property_id=pid, run_index=r, reason=why)
                 for (pid, r), why in sorted(
@@ -412,12 +437,12 @@ class Executor:
         if targets:
             write_targets(run_dir, targets)
         nonce = secrets.token_hex(16)
-        env = self._env(manifest.seed, nonce, with_targets=bool(targets))
+        env = self._env(prepared, nonce, with_targets=bool(targets))
         env["PATCHGATE_REPORT_BATCH"] = f"{RUN}/{BATCH_NAME}"
         spec = ContainerSpec(
             argv=with_reporter(argv),
             mounts=(
-                *self.host_mounts,
+                *self._python_mounts(prepared),
                 Mount(str(prepared.workspace_dir), WORKSPACE),
                 Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{inp.fixture_root}"),
                 Mount(str(prepared.reporter_dir), REPORTER),
@@ -522,13 +547,13 @@ class Executor:
         spec = ContainerSpec(
             argv=with_reporter(prop.command),
             mounts=(
-                *self.host_mounts,
+                *self._python_mounts(prepared),
                 Mount(str(prepared.workspace_dir), WORKSPACE),
                 Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{inp.fixture_root}"),
                 Mount(str(prepared.reporter_dir), REPORTER),
                 Mount(str(run_dir), RUN),
             ),
-            env=self._env(manifest.seed, nonce, with_targets=bool(targets)),
+            env=self._env(prepared, nonce, with_targets=bool(targets)),
             workdir=WORKSPACE,
             labels={
                 **self.labels,
@@ -587,17 +612,26 @@ class Executor:
             "collect_ms": collect,
         }
 
-    def _env(self, seed: int, nonce: str, *, with_targets: bool) -> dict[str, str]:
+    def _python_mounts(self, prepared: Prepared) -> tuple[Mount, ...]:
+        """The executor's Python (no environment signed), or the base one and the environment."""
+        if prepared.source_roots is None:
+            return self.host_mounts
+        return sandbox_mounts(self.bare, prepared.environment_dir)
+
+    def _env(self, prepared: Prepared, nonce: str, *, with_targets: bool) -> dict[str, str]:
         """The whole environment of a sandbox: nothing from the daemon's own."""
+        seed = prepared.statement.manifest.seed
+        roots = prepared.source_roots
+        path_dirs = self.path_dirs if roots is None else self.bare.path_dirs
         env = {
-            "PATH": ":".join([*self.path_dirs, *self.base_path]),
+            "PATH": ":".join([*path_dirs, *self.base_path]),
             "HOME": "/tmp",  # noqa: S108 - the sandbox's tmpfs
             "TMPDIR": "/tmp",  # noqa: S108
             "LANG": "C.UTF-8",
             "PATCHGATE_SEED": str(seed),
             "PYTHONHASHSEED": str(seed % (1 << 32)),
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": REPORTER,
+            "PYTHONPATH": REPORTER if roots is None else python_path(REPORTER, WORKSPACE, roots),
             "PATCHGATE_REPORT_NONCE": nonce,
             "PATCHGATE_REPORT_SOCKET": f"{RUN}/{SOCKET_NAME}",
         }

@@ -49,3 +49,5 @@ class ExecuteInput:
     runs: int = 2
     targets: tuple[CodeTarget, ...] = ()
     isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run
+    #: The suite's environment tree (empty: the signed manifest names none; the executor's own).
+    environment: tuple[TreeItem, ...] = ()

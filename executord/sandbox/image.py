@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,15 +36,18 @@ __all__ = [
     "host_python_env",
     "image_path",
     "path_from_env",
+    "runtime_mounts",
 ]
 
 HOST_IMAGE_REPO = "patchgate-host"
 DEFAULT_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 _SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
 _PROBE = (
-    "import json, site, sys; "
+    "import json, site, sys, sysconfig; "
+    "b = {'base': sys.base_prefix, 'platbase': sys.base_prefix}; "
     "print(json.dumps({'prefix': sys.prefix, 'base_prefix': sys.base_prefix, "
-    "'executable': sys.executable, 'site': site.getsitepackages()}))"
+    "'executable': sys.executable, 'site': site.getsitepackages(), "
+    "'base_site': sorted({sysconfig.get_path(k, vars=b) for k in ('purelib', 'platlib')})}))"
 )
 
 
@@ -53,6 +57,11 @@ class PythonEnv:
 
     roots: tuple[str, ...]
     bin_dir: str
+    #: The base interpreter alone (no venv, no site-packages on the path): what a suite with its
+    #: own environment runs with. ``base_site``: the base's site-packages, hidden in such runs.
+    base_roots: tuple[str, ...] = ()
+    base_bin: str = ""
+    base_site: tuple[str, ...] = ()
 
 
 def host_python_env(host_python: Path | None = None) -> PythonEnv:
@@ -63,6 +72,14 @@ def host_python_env(host_python: Path | None = None) -> PythonEnv:
             "base_prefix": sys.base_prefix,
             "executable": sys.executable,
             "site": [p for p in sys.path if p.endswith("site-packages")],
+            "base_site": sorted(
+                {
+                    sysconfig.get_path(
+                        k, vars={"base": sys.base_prefix, "platbase": sys.base_prefix}
+                    )
+                    for k in ("purelib", "platlib")
+                }
+            ),
         }
     else:
         try:
@@ -75,7 +92,18 @@ def host_python_env(host_python: Path | None = None) -> PythonEnv:
                 "internal", f"--host-python {host_python}: cannot probe: {exc}"
             ) from exc
     roots = [str(info["prefix"]), str(info["base_prefix"]), *map(str, info["site"])]
-    return PythonEnv(roots=_outermost(roots), bin_dir=str(Path(str(info["prefix"])) / "bin"))
+    base = str(info["base_prefix"])
+    return PythonEnv(
+        roots=_outermost(roots),
+        bin_dir=str(Path(str(info["prefix"])) / "bin"),
+        base_roots=_outermost([base]),
+        base_bin=str(Path(base) / "bin"),
+        base_site=tuple(p for p in map(str, info.get("base_site", ())) if os.path.isdir(p)),
+    )
+
+
+def _base_vars() -> dict[str, str]:
+    return {"base": sys.base_prefix, "platbase": sys.base_prefix}
 
 
 def _outermost(paths: list[str]) -> tuple[str, ...]:
@@ -96,6 +124,17 @@ def host_mounts(env: PythonEnv) -> tuple[Mount, ...]:
     system = [d for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     roots = _outermost([*system, *env.roots])
     return tuple(Mount(source=r, target=r, read_only=True) for r in roots)
+
+
+def runtime_mounts(env: PythonEnv) -> tuple[Mount, ...]:
+    """The system directories and the base interpreter only: no venv, no executor packages.
+
+    For a suite with its own environment (pytest comes from it): the caller hides ``base_site``.
+    """
+    system = [d for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    return tuple(
+        Mount(source=r, target=r, read_only=True) for r in _outermost([*system, *env.base_roots])
+    )
 
 
 def _symlinks() -> dict[str, str]:

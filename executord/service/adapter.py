@@ -256,6 +256,9 @@ def _to_input(request: executor_pb2.ExecuteRequest) -> ExecuteInput:
         ),
         runs=request.runs or 2,
         isolation=request.isolation or "run",
+        environment=tuple(
+            TreeItem(path=e.path, digest=e.digest, size=e.size) for e in request.environment
+        ),
         targets=tuple(
             CodeTarget(path=t.path, first_line=t.first_line, last_line=t.last_line, name=t.name)
             for t in request.targets

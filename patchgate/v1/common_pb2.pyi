@@ -71,20 +71,22 @@ class Command(_message.Message):
     def __init__(self, argv: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class FixtureManifest(_message.Message):
-    __slots__ = ("pin_id", "algorithm", "files", "seed", "clock_bound_ms", "allowed_commands")
+    __slots__ = ("pin_id", "algorithm", "files", "seed", "clock_bound_ms", "allowed_commands", "environment_digest")
     PIN_ID_FIELD_NUMBER: _ClassVar[int]
     ALGORITHM_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     CLOCK_BOUND_MS_FIELD_NUMBER: _ClassVar[int]
     ALLOWED_COMMANDS_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_DIGEST_FIELD_NUMBER: _ClassVar[int]
     pin_id: str
     algorithm: str
     files: _containers.RepeatedCompositeFieldContainer[FixtureEntry]
     seed: int
     clock_bound_ms: int
     allowed_commands: _containers.RepeatedCompositeFieldContainer[Command]
-    def __init__(self, pin_id: _Optional[str] = ..., algorithm: _Optional[str] = ..., files: _Optional[_Iterable[_Union[FixtureEntry, _Mapping]]] = ..., seed: _Optional[int] = ..., clock_bound_ms: _Optional[int] = ..., allowed_commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ...) -> None: ...
+    environment_digest: str
+    def __init__(self, pin_id: _Optional[str] = ..., algorithm: _Optional[str] = ..., files: _Optional[_Iterable[_Union[FixtureEntry, _Mapping]]] = ..., seed: _Optional[int] = ..., clock_bound_ms: _Optional[int] = ..., allowed_commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., environment_digest: _Optional[str] = ...) -> None: ...
 
 class Signature(_message.Message):
     __slots__ = ("keyid", "sig")

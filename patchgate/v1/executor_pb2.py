@@ -26,7 +26,7 @@ from patchgate.v1 import common_pb2 as patchgate_dot_v1_dot_common__pb2
 from patchgate.v1 import signer_pb2 as patchgate_dot_v1_dot_signer__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpatchgate/v1/executor.proto\x12\x0cpatchgate.v1\x1a\x19patchgate/v1/common.proto\x1a\x19patchgate/v1/signer.proto\"*\n\x17\x46indMissingBlobsRequest\x12\x0f\n\x07\x64igests\x18\x01 \x03(\t\"+\n\x18\x46indMissingBlobsResponse\x12\x0f\n\x07missing\x18\x01 \x03(\t\"G\n\tBlobChunk\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x0e\n\x06offset\x18\x03 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\"A\n\x13UploadBlobsResponse\x12\x14\n\x0c\x62lobs_stored\x18\x01 \x01(\r\x12\x14\n\x0c\x62ytes_stored\x18\x02 \x01(\x04\"K\n\tTreeEntry\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x04\x12\x12\n\nexecutable\x18\x04 \x01(\x08\"\x94\x02\n\x0e\x45xecuteRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x30\n\x10\x66ixture_envelope\x18\x02 \x01(\x0b\x32\x16.patchgate.v1.Envelope\x12*\n\tworkspace\x18\x03 \x03(\x0b\x32\x17.patchgate.v1.TreeEntry\x12\x14\n\x0c\x66ixture_root\x18\x04 \x01(\t\x12.\n\nproperties\x18\x05 \x03(\x0b\x32\x1a.patchgate.v1.PropertySpec\x12\x0c\n\x04runs\x18\x06 \x01(\r\x12)\n\x07targets\x18\x07 \x03(\x0b\x32\x18.patchgate.v1.CodeTarget\x12\x11\n\tisolation\x18\x08 \x01(\t\"O\n\nCodeTarget\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nfirst_line\x18\x02 \x01(\r\x12\x11\n\tlast_line\x18\x03 \x01(\r\x12\x0c\n\x04name\x18\x04 \x01(\t\"R\n\x08Progress\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"y\n\x0cPhaseTimings\x12\x11\n\tupload_ms\x18\x01 \x01(\x03\x12\x16\n\x0ematerialize_ms\x18\x02 \x01(\x03\x12\x1a\n\x12\x63ontainer_start_ms\x18\x03 \x01(\x03\x12\x0e\n\x06run_ms\x18\x04 \x01(\x03\x12\x12\n\ncollect_ms\x18\x05 \x01(\x03\"\x96\x02\n\x0fSandboxSettings\x12\r\n\x05image\x18\x01 \x01(\t\x12\x0f\n\x07runtime\x18\x02 \x01(\t\x12\x14\n\x0cnetwork_mode\x18\x03 \x01(\t\x12\x18\n\x10read_only_rootfs\x18\x04 \x01(\x08\x12\x0c\n\x04user\x18\x05 \x01(\t\x12\x10\n\x08\x63\x61p_drop\x18\x06 \x03(\t\x12\x14\n\x0csecurity_opt\x18\x07 \x03(\t\x12\x12\n\npids_limit\x18\x08 \x01(\x03\x12\x14\n\x0cmemory_bytes\x18\t \x01(\x03\x12\x15\n\rmemswap_bytes\x18\n \x01(\x03\x12\x11\n\tnano_cpus\x18\x0b \x01(\x03\x12\x11\n\ttmpfs_tmp\x18\x0c \x01(\t\x12\x16\n\x0e\x63lock_bound_ms\x18\r \x01(\x03\"\xb0\x03\n\x0f\x45xecutionReport\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x16\n\x0e\x65xecutor_keyid\x18\x02 \x01(\t\x12\x1f\n\x17observed_fixture_digest\x18\x03 \x01(\t\x12\x0e\n\x06pin_id\x18\x04 \x01(\t\x12*\n\x08outcomes\x18\x05 \x03(\x0b\x32\x18.patchgate.v1.RunOutcome\x12\x30\n\ttransport\x18\x06 \x03(\x0b\x32\x1d.patchgate.v1.TransportRecord\x12+\n\x07timings\x18\x07 \x01(\x0b\x32\x1a.patchgate.v1.PhaseTimings\x12.\n\x07sandbox\x18\x08 \x01(\x0b\x32\x1d.patchgate.v1.SandboxSettings\x12\x12\n\nstarted_at\x18\t \x01(\t\x12\x13\n\x0b\x66inished_at\x18\n \x01(\t\x12\"\n\x04logs\x18\x0b \x03(\x0b\x32\x14.patchgate.v1.RunLog\x12\x11\n\tisolation\x18\x0c \x01(\t\x12%\n\x05\x61lone\x18\r \x03(\x0b\x32\x16.patchgate.v1.AloneRun\"B\n\x08\x41loneRun\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\x9c\x01\n\x06RunLog\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12\x13\n\x0bstdout_tail\x18\x03 \x01(\t\x12\x13\n\x0bstderr_tail\x18\x04 \x01(\t\x12\x14\n\x0cstdout_bytes\x18\x05 \x01(\x04\x12\x14\n\x0cstderr_bytes\x18\x06 \x01(\x04\x12\x14\n\x0cproperty_ids\x18\x07 \x03(\t\"o\n\rExecuteResult\x12-\n\x06report\x18\x01 \x01(\x0b\x32\x1d.patchgate.v1.ExecutionReport\x12/\n\x0fresult_envelope\x18\x02 \x01(\x0b\x32\x16.patchgate.v1.Envelope\"r\n\x0c\x45xecuteEvent\x12*\n\x08progress\x18\x01 \x01(\x0b\x32\x16.patchgate.v1.ProgressH\x00\x12-\n\x06result\x18\x02 \x01(\x0b\x32\x1b.patchgate.v1.ExecuteResultH\x00\x42\x07\n\x05\x65vent\"\x10\n\x0eGetInfoRequest\"\xb6\x01\n\x0c\x45xecutorInfo\x12\x16\n\x0e\x65xecutor_keyid\x18\x01 \x01(\t\x12\x16\n\x0epublic_key_pem\x18\x02 \x01(\t\x12\r\n\x05image\x18\x03 \x01(\t\x12\x0f\n\x07runtime\x18\x04 \x01(\t\x12\x14\n\x0cmax_parallel\x18\x05 \x01(\r\x12\x0f\n\x07version\x18\x06 \x01(\t\x12/\n\x10operator_keyring\x18\x07 \x01(\x0b\x32\x15.patchgate.v1.Keyring2\xc6\x02\n\x08\x45xecutor\x12\x61\n\x10\x46indMissingBlobs\x12%.patchgate.v1.FindMissingBlobsRequest\x1a&.patchgate.v1.FindMissingBlobsResponse\x12K\n\x0bUploadBlobs\x12\x17.patchgate.v1.BlobChunk\x1a!.patchgate.v1.UploadBlobsResponse(\x01\x12\x45\n\x07\x45xecute\x12\x1c.patchgate.v1.ExecuteRequest\x1a\x1a.patchgate.v1.ExecuteEvent0\x01\x12\x43\n\x07GetInfo\x12\x1c.patchgate.v1.GetInfoRequest\x1a\x1a.patchgate.v1.ExecutorInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpatchgate/v1/executor.proto\x12\x0cpatchgate.v1\x1a\x19patchgate/v1/common.proto\x1a\x19patchgate/v1/signer.proto\"*\n\x17\x46indMissingBlobsRequest\x12\x0f\n\x07\x64igests\x18\x01 \x03(\t\"+\n\x18\x46indMissingBlobsResponse\x12\x0f\n\x07missing\x18\x01 \x03(\t\"G\n\tBlobChunk\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x0e\n\x06offset\x18\x03 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\"A\n\x13UploadBlobsResponse\x12\x14\n\x0c\x62lobs_stored\x18\x01 \x01(\r\x12\x14\n\x0c\x62ytes_stored\x18\x02 \x01(\x04\"K\n\tTreeEntry\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x04\x12\x12\n\nexecutable\x18\x04 \x01(\x08\"\xc2\x02\n\x0e\x45xecuteRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x30\n\x10\x66ixture_envelope\x18\x02 \x01(\x0b\x32\x16.patchgate.v1.Envelope\x12*\n\tworkspace\x18\x03 \x03(\x0b\x32\x17.patchgate.v1.TreeEntry\x12\x14\n\x0c\x66ixture_root\x18\x04 \x01(\t\x12.\n\nproperties\x18\x05 \x03(\x0b\x32\x1a.patchgate.v1.PropertySpec\x12\x0c\n\x04runs\x18\x06 \x01(\r\x12)\n\x07targets\x18\x07 \x03(\x0b\x32\x18.patchgate.v1.CodeTarget\x12\x11\n\tisolation\x18\x08 \x01(\t\x12,\n\x0b\x65nvironment\x18\t \x03(\x0b\x32\x17.patchgate.v1.TreeEntry\"O\n\nCodeTarget\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nfirst_line\x18\x02 \x01(\r\x12\x11\n\tlast_line\x18\x03 \x01(\r\x12\x0c\n\x04name\x18\x04 \x01(\t\"R\n\x08Progress\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"y\n\x0cPhaseTimings\x12\x11\n\tupload_ms\x18\x01 \x01(\x03\x12\x16\n\x0ematerialize_ms\x18\x02 \x01(\x03\x12\x1a\n\x12\x63ontainer_start_ms\x18\x03 \x01(\x03\x12\x0e\n\x06run_ms\x18\x04 \x01(\x03\x12\x12\n\ncollect_ms\x18\x05 \x01(\x03\"\x96\x02\n\x0fSandboxSettings\x12\r\n\x05image\x18\x01 \x01(\t\x12\x0f\n\x07runtime\x18\x02 \x01(\t\x12\x14\n\x0cnetwork_mode\x18\x03 \x01(\t\x12\x18\n\x10read_only_rootfs\x18\x04 \x01(\x08\x12\x0c\n\x04user\x18\x05 \x01(\t\x12\x10\n\x08\x63\x61p_drop\x18\x06 \x03(\t\x12\x14\n\x0csecurity_opt\x18\x07 \x03(\t\x12\x12\n\npids_limit\x18\x08 \x01(\x03\x12\x14\n\x0cmemory_bytes\x18\t \x01(\x03\x12\x15\n\rmemswap_bytes\x18\n \x01(\x03\x12\x11\n\tnano_cpus\x18\x0b \x01(\x03\x12\x11\n\ttmpfs_tmp\x18\x0c \x01(\t\x12\x16\n\x0e\x63lock_bound_ms\x18\r \x01(\x03\"\xc5\x03\n\x0f\x45xecutionReport\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x16\n\x0e\x65xecutor_keyid\x18\x02 \x01(\t\x12\x1f\n\x17observed_fixture_digest\x18\x03 \x01(\t\x12\x0e\n\x06pin_id\x18\x04 \x01(\t\x12*\n\x08outcomes\x18\x05 \x03(\x0b\x32\x18.patchgate.v1.RunOutcome\x12\x30\n\ttransport\x18\x06 \x03(\x0b\x32\x1d.patchgate.v1.TransportRecord\x12+\n\x07timings\x18\x07 \x01(\x0b\x32\x1a.patchgate.v1.PhaseTimings\x12.\n\x07sandbox\x18\x08 \x01(\x0b\x32\x1d.patchgate.v1.SandboxSettings\x12\x12\n\nstarted_at\x18\t \x01(\t\x12\x13\n\x0b\x66inished_at\x18\n \x01(\t\x12\"\n\x04logs\x18\x0b \x03(\x0b\x32\x14.patchgate.v1.RunLog\x12\x11\n\tisolation\x18\x0c \x01(\t\x12%\n\x05\x61lone\x18\r \x03(\x0b\x32\x16.patchgate.v1.AloneRun\x12\x13\n\x0b\x65nvironment\x18\x0e \x01(\t\"B\n\x08\x41loneRun\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\x9c\x01\n\x06RunLog\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12\x13\n\x0bstdout_tail\x18\x03 \x01(\t\x12\x13\n\x0bstderr_tail\x18\x04 \x01(\t\x12\x14\n\x0cstdout_bytes\x18\x05 \x01(\x04\x12\x14\n\x0cstderr_bytes\x18\x06 \x01(\x04\x12\x14\n\x0cproperty_ids\x18\x07 \x03(\t\"o\n\rExecuteResult\x12-\n\x06report\x18\x01 \x01(\x0b\x32\x1d.patchgate.v1.ExecutionReport\x12/\n\x0fresult_envelope\x18\x02 \x01(\x0b\x32\x16.patchgate.v1.Envelope\"r\n\x0c\x45xecuteEvent\x12*\n\x08progress\x18\x01 \x01(\x0b\x32\x16.patchgate.v1.ProgressH\x00\x12-\n\x06result\x18\x02 \x01(\x0b\x32\x1b.patchgate.v1.ExecuteResultH\x00\x42\x07\n\x05\x65vent\"\x10\n\x0eGetInfoRequest\"\xb6\x01\n\x0c\x45xecutorInfo\x12\x16\n\x0e\x65xecutor_keyid\x18\x01 \x01(\t\x12\x16\n\x0epublic_key_pem\x18\x02 \x01(\t\x12\r\n\x05image\x18\x03 \x01(\t\x12\x0f\n\x07runtime\x18\x04 \x01(\t\x12\x14\n\x0cmax_parallel\x18\x05 \x01(\r\x12\x0f\n\x07version\x18\x06 \x01(\t\x12/\n\x10operator_keyring\x18\x07 \x01(\x0b\x32\x15.patchgate.v1.Keyring2\xc6\x02\n\x08\x45xecutor\x12\x61\n\x10\x46indMissingBlobs\x12%.patchgate.v1.FindMissingBlobsRequest\x1a&.patchgate.v1.FindMissingBlobsResponse\x12K\n\x0bUploadBlobs\x12\x17.patchgate.v1.BlobChunk\x1a!.patchgate.v1.UploadBlobsResponse(\x01\x12\x45\n\x07\x45xecute\x12\x1c.patchgate.v1.ExecuteRequest\x1a\x1a.patchgate.v1.ExecuteEvent0\x01\x12\x43\n\x07GetInfo\x12\x1c.patchgate.v1.GetInfoRequest\x1a\x1a.patchgate.v1.ExecutorInfob\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,29 +44,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TREEENTRY']._serialized_start=328
   _globals['_TREEENTRY']._serialized_end=403
   _globals['_EXECUTEREQUEST']._serialized_start=406
-  _globals['_EXECUTEREQUEST']._serialized_end=682
-  _globals['_CODETARGET']._serialized_start=684
-  _globals['_CODETARGET']._serialized_end=763
-  _globals['_PROGRESS']._serialized_start=765
-  _globals['_PROGRESS']._serialized_end=847
-  _globals['_PHASETIMINGS']._serialized_start=849
-  _globals['_PHASETIMINGS']._serialized_end=970
-  _globals['_SANDBOXSETTINGS']._serialized_start=973
-  _globals['_SANDBOXSETTINGS']._serialized_end=1251
-  _globals['_EXECUTIONREPORT']._serialized_start=1254
-  _globals['_EXECUTIONREPORT']._serialized_end=1686
-  _globals['_ALONERUN']._serialized_start=1688
-  _globals['_ALONERUN']._serialized_end=1754
-  _globals['_RUNLOG']._serialized_start=1757
-  _globals['_RUNLOG']._serialized_end=1913
-  _globals['_EXECUTERESULT']._serialized_start=1915
-  _globals['_EXECUTERESULT']._serialized_end=2026
-  _globals['_EXECUTEEVENT']._serialized_start=2028
-  _globals['_EXECUTEEVENT']._serialized_end=2142
-  _globals['_GETINFOREQUEST']._serialized_start=2144
-  _globals['_GETINFOREQUEST']._serialized_end=2160
-  _globals['_EXECUTORINFO']._serialized_start=2163
-  _globals['_EXECUTORINFO']._serialized_end=2345
-  _globals['_EXECUTOR']._serialized_start=2348
-  _globals['_EXECUTOR']._serialized_end=2674
+  _globals['_EXECUTEREQUEST']._serialized_end=728
+  _globals['_CODETARGET']._serialized_start=730
+  _globals['_CODETARGET']._serialized_end=809
+  _globals['_PROGRESS']._serialized_start=811
+  _globals['_PROGRESS']._serialized_end=893
+  _globals['_PHASETIMINGS']._serialized_start=895
+  _globals['_PHASETIMINGS']._serialized_end=1016
+  _globals['_SANDBOXSETTINGS']._serialized_start=1019
+  _globals['_SANDBOXSETTINGS']._serialized_end=1297
+  _globals['_EXECUTIONREPORT']._serialized_start=1300
+  _globals['_EXECUTIONREPORT']._serialized_end=1753
+  _globals['_ALONERUN']._serialized_start=1755
+  _globals['_ALONERUN']._serialized_end=1821
+  _globals['_RUNLOG']._serialized_start=1824
+  _globals['_RUNLOG']._serialized_end=1980
+  _globals['_EXECUTERESULT']._serialized_start=1982
+  _globals['_EXECUTERESULT']._serialized_end=2093
+  _globals['_EXECUTEEVENT']._serialized_start=2095
+  _globals['_EXECUTEEVENT']._serialized_end=2209
+  _globals['_GETINFOREQUEST']._serialized_start=2211
+  _globals['_GETINFOREQUEST']._serialized_end=2227
+  _globals['_EXECUTORINFO']._serialized_start=2230
+  _globals['_EXECUTORINFO']._serialized_end=2412
+  _globals['_EXECUTOR']._serialized_start=2415
+  _globals['_EXECUTOR']._serialized_end=2741
 # @@protoc_insertion_point(module_scope)

@@ -53,7 +53,7 @@ class TreeEntry(_message.Message):
     def __init__(self, path: _Optional[str] = ..., digest: _Optional[str] = ..., size: _Optional[int] = ..., executable: _Optional[bool] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "fixture_envelope", "workspace", "fixture_root", "properties", "runs", "targets", "isolation")
+    __slots__ = ("request_id", "fixture_envelope", "workspace", "fixture_root", "properties", "runs", "targets", "isolation", "environment")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     FIXTURE_ENVELOPE_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
@@ -62,6 +62,7 @@ class ExecuteRequest(_message.Message):
     RUNS_FIELD_NUMBER: _ClassVar[int]
     TARGETS_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     fixture_envelope: _common_pb2.Envelope
     workspace: _containers.RepeatedCompositeFieldContainer[TreeEntry]
@@ -70,7 +71,8 @@ class ExecuteRequest(_message.Message):
     runs: int
     targets: _containers.RepeatedCompositeFieldContainer[CodeTarget]
     isolation: str
-    def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[CodeTarget, _Mapping]]] = ..., isolation: _Optional[str] = ...) -> None: ...
+    environment: _containers.RepeatedCompositeFieldContainer[TreeEntry]
+    def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[CodeTarget, _Mapping]]] = ..., isolation: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ...) -> None: ...
 
 class CodeTarget(_message.Message):
     __slots__ = ("path", "first_line", "last_line", "name")
@@ -141,7 +143,7 @@ class SandboxSettings(_message.Message):
     def __init__(self, image: _Optional[str] = ..., runtime: _Optional[str] = ..., network_mode: _Optional[str] = ..., read_only_rootfs: _Optional[bool] = ..., user: _Optional[str] = ..., cap_drop: _Optional[_Iterable[str]] = ..., security_opt: _Optional[_Iterable[str]] = ..., pids_limit: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., memswap_bytes: _Optional[int] = ..., nano_cpus: _Optional[int] = ..., tmpfs_tmp: _Optional[str] = ..., clock_bound_ms: _Optional[int] = ...) -> None: ...
 
 class ExecutionReport(_message.Message):
-    __slots__ = ("request_id", "executor_keyid", "observed_fixture_digest", "pin_id", "outcomes", "transport", "timings", "sandbox", "started_at", "finished_at", "logs", "isolation", "alone")
+    __slots__ = ("request_id", "executor_keyid", "observed_fixture_digest", "pin_id", "outcomes", "transport", "timings", "sandbox", "started_at", "finished_at", "logs", "isolation", "alone", "environment")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_KEYID_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_FIXTURE_DIGEST_FIELD_NUMBER: _ClassVar[int]
@@ -155,6 +157,7 @@ class ExecutionReport(_message.Message):
     LOGS_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
     ALONE_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     executor_keyid: str
     observed_fixture_digest: str
@@ -168,7 +171,8 @@ class ExecutionReport(_message.Message):
     logs: _containers.RepeatedCompositeFieldContainer[RunLog]
     isolation: str
     alone: _containers.RepeatedCompositeFieldContainer[AloneRun]
-    def __init__(self, request_id: _Optional[str] = ..., executor_keyid: _Optional[str] = ..., observed_fixture_digest: _Optional[str] = ..., pin_id: _Optional[str] = ..., outcomes: _Optional[_Iterable[_Union[_common_pb2.RunOutcome, _Mapping]]] = ..., transport: _Optional[_Iterable[_Union[_common_pb2.TransportRecord, _Mapping]]] = ..., timings: _Optional[_Union[PhaseTimings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ..., logs: _Optional[_Iterable[_Union[RunLog, _Mapping]]] = ..., isolation: _Optional[str] = ..., alone: _Optional[_Iterable[_Union[AloneRun, _Mapping]]] = ...) -> None: ...
+    environment: str
+    def __init__(self, request_id: _Optional[str] = ..., executor_keyid: _Optional[str] = ..., observed_fixture_digest: _Optional[str] = ..., pin_id: _Optional[str] = ..., outcomes: _Optional[_Iterable[_Union[_common_pb2.RunOutcome, _Mapping]]] = ..., transport: _Optional[_Iterable[_Union[_common_pb2.TransportRecord, _Mapping]]] = ..., timings: _Optional[_Union[PhaseTimings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ..., logs: _Optional[_Iterable[_Union[RunLog, _Mapping]]] = ..., isolation: _Optional[str] = ..., alone: _Optional[_Iterable[_Union[AloneRun, _Mapping]]] = ..., environment: _Optional[str] = ...) -> None: ...
 
 class AloneRun(_message.Message):
     __slots__ = ("property_id", "run_index", "reason")

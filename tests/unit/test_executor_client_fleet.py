@@ -49,7 +49,8 @@ def _result(signer: Signer) -> executor_pb2.ExecuteResult:
 
 def _verify(client: ExecutorClient, signer: Signer) -> ExecutionResult:
     keyring = client._result_keyring()
-    return client._verify(_result(signer), keyring, ("rq", DIGEST), [("p", 1), ("p", 2)], 0, 0)
+    expected = ("rq", DIGEST, "executor")
+    return client._verify(_result(signer), keyring, expected, [("p", 1), ("p", 2)], 0, 0)
 
 
 def test_result_of_another_replica_verifies_after_meeting_it() -> None:

@@ -37,6 +37,7 @@ def test_receipt_has_exactly_the_v2_fields() -> None:
         "excluded_paths", "credits", "coverage", "uncredited", "evidence", "fixture_status",
         "fixture_digest", "freeze_citations", "flake_observations", "predicate_hashes",
         "rejection_codes", "transport", "lanes", "dual_pin", "override", "mutation", "admit",
+            "environment",
         "recorded_at",
     }  # fmt: skip
     assert body["schema"] == "patchgate/receipt/v2"

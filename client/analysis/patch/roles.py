@@ -108,6 +108,8 @@ class Layout:
     oracle_paths: tuple[str, ...]
     pins_dir: str
     exclude: tuple[str, ...] = ()
+    #: Pins outside the pins directory: the environment's lock file (a patch editing it is R8).
+    pin_files: frozenset[str] = frozenset()
     test_files: tuple[str, ...] = _TEST_FILES
     property_files: frozenset[str] = frozenset()
     plugins: frozenset[str] = frozenset()
@@ -120,7 +122,7 @@ class Layout:
         name = parts[-1]
         if _COMPILED.search(name) or "__pycache__" in parts[:-1] or name == "__pycache__":
             return "compiled"
-        if name == "patchgate.toml" or _under(path, self.pins_dir):
+        if name == "patchgate.toml" or _under(path, self.pins_dir) or path in self.pin_files:
             return "pin"
         if any(_under(path, o) for o in self.oracle_paths if o.strip("/")):
             return "oracle"
@@ -331,6 +333,7 @@ def layout_of(base: Path, pins: PinSet) -> Layout:
         oracle_paths=config.oracle_paths,
         pins_dir=config.pins_dir,
         exclude=config.exclude,
+        pin_files=frozenset([config.environment.requirements] if config.environment else []),
         test_files=tuple(dict.fromkeys(test_files)),
         property_files=frozenset(files),
         plugins=frozenset(plugins),

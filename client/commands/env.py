@@ -1,0 +1,130 @@
+"""``patchgate env build``: the suite's pinned environment of a revision, built and digested.
+
+The work is :mod:`client.gate.environment` and :mod:`patchgate.environment`; this module parses
+the flags and prints the digest. The tree goes into the cache (``$PATCHGATE_CACHE_DIR``, else the
+user's cache directory), where ``check`` finds it by digest instead of building it again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+from pathlib import Path
+
+from client.commands._util import print_json
+from client.errors import ConfigError
+from client.gate.environment import build_for
+from client.gate.workspace import resolve_rev
+from patchgate.errors import PinError, PinErrors, UsageError
+from patchgate.pins import GitSource, ProjectConfig, load_pins
+
+__all__ = ["register", "run"]
+
+_DESCRIPTION = """\
+Build the suite's environment of a revision (docs/reference/pins.md, "environment"):
+
+  pip install --target TREE --only-binary :all: --no-deps --no-compile -r LOCK
+  (--require-hashes when the lock has hashes)
+
+from the lock file that [tool.patchgate.environment] of REV names, read from REV itself. The
+target is never installed: its source roots go on the sandbox's path. The tree is normalized (no
+bytecode, no scripts, no install records, fixed modes) and digested (environment digest v1,
+docs/reference/digest.md); the digest is what the signer signs beside the fixture digest.
+
+Exit codes: 0 built (or found in the cache); 64 usage; 78 no environment configured, an invalid
+lock file, or pip could not install it (the reason is printed).
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``env`` command and its ``build`` sub-command."""
+    p = subparsers.add_parser(
+        "env", help="the suite's pinned environment: env build", description=_DESCRIPTION
+    )
+    sub = p.add_subparsers(title="env commands", dest="env_command", metavar="ENV_COMMAND")
+    sub.required = True
+    b = sub.add_parser(
+        "build",
+        help="build and digest the environment of a revision",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    b.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="the repository")
+    b.add_argument("--rev", required=True, metavar="REV", help="the (base) revision to build")
+    b.add_argument("--out", type=Path, metavar="DIR", help="also copy the tree here (a new dir)")
+    b.add_argument(
+        "--find-links",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a local directory of wheels (repeatable); with --no-index: offline",
+    )
+    b.add_argument("--no-index", action="store_true", help="do not use a package index")
+    b.add_argument("--rebuild", action="store_true", help="build even when the cache has it")
+    b.add_argument("--cache", type=Path, metavar="DIR", help="cache directory (see above)")
+    b.add_argument("--json", action="store_true", help="print the result as JSON")
+    b.set_defaults(func=run)
+
+
+def _config(repo: Path, commit: str) -> ProjectConfig:
+    """The revision's configuration, its pins valid (the lock file included); else 78."""
+    try:
+        return load_pins(GitSource(repo, commit)).config
+    except PinErrors as exc:
+        raise ConfigError([str(e) for e in exc.errors]) from None
+    except PinError as exc:
+        raise ConfigError([str(exc)]) from None
+
+
+def _has_src(repo: Path, commit: str) -> bool:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "-t", f"{commit}:src"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.returncode == 0 and proc.stdout.strip() == "tree"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``patchgate env build``; exit 0, 64 or 78 (nothing copied to ``--out`` on failure)."""
+    repo: Path = args.repo
+    if not repo.is_dir():
+        raise UsageError(f"--repo {repo}: not a directory")
+    out: Path | None = args.out
+    if out is not None and out.exists():
+        raise UsageError(f"--out {out}: already exists (give a new directory)")
+    for d in args.find_links:
+        if not Path(d).is_dir():
+            raise UsageError(f"--find-links {d}: not a directory")
+    commit = resolve_rev(repo, args.rev)
+    config = _config(repo, commit)
+    built = build_for(
+        repo,
+        commit,
+        config,
+        has_src=_has_src(repo, commit),
+        cache=args.cache,
+        find_links=tuple(args.find_links),
+        no_index=args.no_index,
+        rebuild=args.rebuild,
+    )
+    if out is not None:
+        shutil.copytree(built.tree, out)
+    result = {
+        "digest": built.digest,
+        "tree": str(built.tree),
+        "files": built.files,
+        "cached": built.cached,
+        "source_roots": list(config.roots(has_src=_has_src(repo, commit))),
+    }
+    if args.json:
+        print_json(result)
+    else:
+        how = "found in the cache" if built.cached else "built"
+        print(
+            f"{built.digest}  environment of {args.rev} ({how}, {built.files} files: {built.tree})"
+        )
+    return 0

@@ -1,0 +1,328 @@
+"""The suite's environment (DESIGN §3): its configuration, its digest, its deterministic tree.
+
+The base's ``[tool.patchgate.environment]`` names a reviewed requirements/lock file (pytest among
+its entries); the target itself is never installed, its source roots go on the sandbox's path.
+``build_environment`` makes the tree with ``pip install --target`` (wheels only, no dependencies
+resolved, no bytecode, hashes required when the lock has them), normalizes it and digests it:
+
+    environment_digest = sha256("patchgate-environment-digest-v1\\n" +
+                                for each file, by the UTF-8 bytes of its path:
+                                "file " + sha256hex + " " + decimal size + " " + path + "\\n")
+
+Trees are cached by digest (``<cache>/env/<digest>/``) with an index from the build's inputs (the
+lock's bytes, the source roots, the Python version) to the digest, so ``check`` builds once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchgate.digest import SHA256_HEX, FileEntry, hash_files, validate_path
+from patchgate.errors import EnvironmentBuildError, PinError, UnsafePathError
+
+__all__ = [
+    "ENVIRONMENT_HEADER",
+    "ENVIRONMENT_INFO",
+    "Built",
+    "EnvironmentConfig",
+    "Lock",
+    "build_environment",
+    "cached_tree",
+    "default_cache_dir",
+    "environment_digest",
+    "parse_environment",
+    "parse_lock",
+    "read_info",
+    "tree_files",
+]
+
+ENVIRONMENT_HEADER = b"patchgate-environment-digest-v1\n"
+ENVIRONMENT_INFO = "patchgate-environment.json"
+"""A file at the top of every tree: its source roots and Python version (digested with the rest)."""
+_DROP_DIRS = {"__pycache__", "bin"}
+_DROP_FILES = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+_REQ = re.compile(
+    r"(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)(?:\[[A-Za-z0-9,._ -]*\])?"
+    r"==(?P<version>[A-Za-z0-9.+!_-]+)(?:\s*;\s*[^-][^#]*?)?"
+    r"(?P<hashes>(?:\s+--hash=sha256:[0-9a-f]{64})*)"
+)
+_HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
+MAX_LOCK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvironmentConfig:
+    """``[tool.patchgate.environment]`` of the base: the reviewed lock file."""
+
+    requirements: str
+
+
+def parse_environment(val: object, where: str) -> EnvironmentConfig:
+    """The ``environment`` table; build steps are refused (they would need a sandboxed build)."""
+    field = "tool.patchgate.environment"
+    if not isinstance(val, dict):
+        raise PinError(where, field, "expected a table with 'requirements'")
+    unknown = sorted(set(val) - {"requirements", "build"})
+    if unknown:
+        raise PinError(where, f"{field}.{unknown[0]}", "unknown setting")
+    if "build" in val:
+        raise PinError(
+            where,
+            f"{field}.build",
+            "build steps (compiling catalogs, generating code) are not supported yet: they must "
+            "run in a network-off sandbox, never on the host; commit the built files instead",
+        )
+    req = val.get("requirements")
+    if not isinstance(req, str) or not req:
+        raise PinError(where, f"{field}.requirements", "expected the path of a requirements file")
+    try:
+        validate_path(req)
+    except UnsafePathError as exc:
+        raise PinError(where, f"{field}.requirements", exc.why) from None
+    return EnvironmentConfig(requirements=req)
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A parsed lock: its pinned names (lowercase) and whether every entry carries hashes."""
+
+    names: tuple[str, ...]
+    hashed: bool
+
+
+def parse_lock(text: str, where: str) -> Lock:
+    """Only ``name==version`` lines (markers, ``--hash=sha256:`` allowed); pytest required.
+
+    Options (``-e``, ``-r``, ``--index-url``), URLs and paths are refused: the operator reviews
+    exactly which distributions make the environment, and nothing is built from source.
+    """
+    logical: list[str] = []
+    buf = ""
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        if line.endswith("\\"):
+            buf += line[:-1] + " "
+            continue
+        buf += line
+        if buf.strip():
+            logical.append(" ".join(buf.split()))
+        buf = ""
+    if buf.strip():
+        logical.append(" ".join(buf.split()))
+    names: list[str] = []
+    hashed: list[bool] = []
+    for line in logical:
+        m = _REQ.fullmatch(line)
+        if m is None:
+            raise PinError(
+                where,
+                "",
+                f"{line[:120]!r}: expected 'name==version' (hashes optional); "
+                "options, URLs and paths are not allowed",
+            )
+        name = re.sub(r"[-_.]+", "-", m["name"]).lower()
+        if name in names:
+            raise PinError(where, "", f"{name} is listed twice")
+        names.append(name)
+        hashed.append(bool(_HASH.search(m["hashes"] or "")))
+    if "pytest" not in names:
+        raise PinError(where, "", "pytest is not among the entries (the suite runs with it)")
+    if any(hashed) and not all(hashed):
+        raise PinError(where, "", "some entries carry --hash and some do not: all or none")
+    return Lock(names=tuple(names), hashed=all(hashed))
+
+
+def environment_digest(files: Mapping[str, FileEntry]) -> str:
+    """The environment digest v1 of a tree's files (relative POSIX paths)."""
+    h = hashlib.sha256(ENVIRONMENT_HEADER)
+    for path in sorted(files, key=lambda p: p.encode("utf-8")):
+        validate_path(path)
+        e = files[path]
+        h.update(f"file {e.sha256} {e.size:d} {path}\n".encode())
+    return h.hexdigest()
+
+
+def tree_files(root: Path) -> dict[str, Path]:
+    """Every regular file under ``root`` by relative path; anything else (a link) is refused."""
+    out: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            full = Path(dirpath) / name
+            st = full.lstat()
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            rel = full.relative_to(root).as_posix()
+            if not stat.S_ISREG(st.st_mode):
+                raise EnvironmentBuildError(f"environment tree: {rel} is not a regular file")
+            out[validate_path(rel)] = full
+    return out
+
+
+def _normalize(root: Path) -> None:
+    """Drop bytecode, scripts (their shebang names the host) and install records; fix modes."""
+    for dirpath, dirnames, filenames in os.walk(root, topdown=True):
+        for d in list(dirnames):
+            full = Path(dirpath) / d
+            if d in _DROP_DIRS or full.is_symlink():
+                if full.is_symlink():
+                    full.unlink()
+                else:
+                    shutil.rmtree(full)
+                dirnames.remove(d)
+            else:
+                full.chmod(0o755)
+        for f in filenames:
+            full = Path(dirpath) / f
+            if f.endswith((".pyc", ".pyo")) or f in _DROP_FILES or full.is_symlink():
+                full.unlink()
+            else:
+                full.chmod(0o644)
+                os.utime(full, (0, 0))
+
+
+def default_cache_dir() -> Path:
+    """``$PATCHGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/patchgate``, else ``~/.cache/patchgate``."""
+    if env := os.environ.get("PATCHGATE_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "patchgate"
+
+
+def cached_tree(digest: str, cache: Path | None = None) -> Path | None:
+    """The cached tree of ``digest`` if it is there (its bytes are re-digested by the reader)."""
+    if not SHA256_HEX.fullmatch(digest):
+        return None
+    tree = (cache or default_cache_dir()) / "env" / digest
+    return tree if tree.is_dir() else None
+
+
+def read_info(tree: Path) -> tuple[str, ...]:
+    """The source roots a tree's info file names (``""``: the repository root)."""
+    try:
+        info = json.loads((tree / ENVIRONMENT_INFO).read_text(encoding="utf-8"))
+        roots = tuple(str(r) for r in info["source_roots"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise EnvironmentBuildError(
+            f"environment tree: {ENVIRONMENT_INFO} unreadable: {exc}"
+        ) from exc
+    for r in roots:
+        if r:
+            validate_path(r)
+    return roots
+
+
+def _key(lock: bytes, source_roots: Sequence[str]) -> str:
+    h = hashlib.sha256(b"patchgate-environment-key-v1\n")
+    h.update(json.dumps([lock.hex(), list(source_roots), _python()]).encode())
+    return h.hexdigest()
+
+
+def _python() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+@dataclass(frozen=True)
+class Built:
+    """A built (or cached) environment."""
+
+    digest: str
+    tree: Path
+    files: int
+    cached: bool
+
+
+def build_environment(
+    *,
+    lock: bytes,
+    lock_name: str,
+    source_roots: Sequence[str],
+    cache: Path | None = None,
+    find_links: Sequence[Path] = (),
+    no_index: bool = False,
+    rebuild: bool = False,
+) -> Built:
+    """Build the tree of ``lock`` (or reuse the cached one); EnvironmentBuildError says why not."""
+    if len(lock) > MAX_LOCK_BYTES:
+        raise EnvironmentBuildError(f"{lock_name}: larger than {MAX_LOCK_BYTES} bytes")
+    try:
+        parsed = parse_lock(lock.decode("utf-8"), lock_name)
+    except UnicodeDecodeError:
+        raise EnvironmentBuildError(f"{lock_name}: not UTF-8") from None
+    except PinError as exc:
+        raise EnvironmentBuildError(str(exc)) from None
+    env_dir = (cache or default_cache_dir()) / "env"
+    env_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    index = env_dir / "index" / _key(lock, source_roots)
+    if not rebuild and index.is_file():
+        digest = index.read_text(encoding="ascii").strip()
+        tree = cached_tree(digest, env_dir.parent)
+        if tree is not None:
+            files = tree_files(tree)
+            if environment_digest(hash_files(files)) == digest:
+                return Built(digest=digest, tree=tree, files=len(files), cached=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=env_dir))
+    try:
+        target = work / "tree"
+        lock_file = work / "requirements.txt"
+        lock_file.write_bytes(lock)
+        _pip_install(target, lock_file, lock_name, parsed, find_links, no_index=no_index)
+        _normalize(target)
+        info = {"format": 1, "python": _python(), "source_roots": list(source_roots)}
+        (target / ENVIRONMENT_INFO).write_text(
+            json.dumps(info, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8"
+        )
+        (target / ENVIRONMENT_INFO).chmod(0o644)
+        files = tree_files(target)
+        digest = environment_digest(hash_files(files))
+        final = env_dir / digest
+        if not final.is_dir():
+            with contextlib.suppress(OSError):
+                target.rename(final)
+        index.parent.mkdir(exist_ok=True, mode=0o700)
+        tmp = index.with_suffix(".tmp")
+        tmp.write_text(digest + "\n", encoding="ascii")
+        tmp.replace(index)
+        return Built(digest=digest, tree=final, files=len(files), cached=False)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _pip_install(
+    target: Path,
+    lock_file: Path,
+    lock_name: str,
+    parsed: Lock,
+    find_links: Sequence[Path],
+    *,
+    no_index: bool,
+) -> None:
+    """``pip install --target``: wheels only, no dependency resolution, no bytecode."""
+    argv = [
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "--target", str(target), "--only-binary", ":all:", "--no-deps", "--no-compile",
+        "-r", str(lock_file),
+    ]  # fmt: skip
+    if parsed.hashed:
+        argv.append("--require-hashes")
+    if no_index:
+        argv.append("--no-index")
+    for d in find_links:
+        argv += ["--find-links", str(d)]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "SOURCE_DATE_EPOCH": "0"}
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise EnvironmentBuildError(f"pip install from {lock_name} failed: {' | '.join(tail)}")
