@@ -44,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="DIR",
         help="the fixture directory, relative to the repository (default: fixtures)",
     )
+    p.add_argument(
+        "--requirements",
+        metavar="FILE",
+        help="the suite's environment: a reviewed lock of exact pins (pytest and the tests' "
+        "dependencies), relative to the repository; written as [tool.patchgate.environment]",
+    )
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
     p.set_defaults(func=run)
 
@@ -53,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     repo: Path = args.repo
     if not repo.is_dir():
         raise UsageError(f"--repo {repo}: not a directory")
-    plan = plan_init(repo, fixture_root=args.fixture_root)
+    plan = plan_init(repo, fixture_root=args.fixture_root, requirements=args.requirements)
     apply_init(plan)
     if args.json:
         print_json(

@@ -28,6 +28,7 @@ from client.pinning.changes import no_link_on_the_way
 from client.pinning.fixtures import config_error, scan_fixtures
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
 from patchgate.digest import validate_path
+from patchgate.environment import parse_lock
 from patchgate.errors import PinError, UnsafePathError, UsageError
 from patchgate.pins import ProjectConfig, load_config, parse_fixture_pin
 
@@ -68,12 +69,39 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _table(source_roots: tuple[str, ...], fixture_root: str) -> str:
+def _table(source_roots: tuple[str, ...], fixture_root: str, requirements: str | None) -> str:
     roots = ", ".join(_toml_string(r) for r in source_roots)
     lines = ["[tool.patchgate]", f"source_roots = [{roots}]"]
     if fixture_root != "fixtures":
         lines.append(f"fixture_root = {_toml_string(fixture_root)}")
+    if requirements is not None:
+        lines += [
+            "",
+            "[tool.patchgate.environment]",
+            f"requirements = {_toml_string(requirements)}",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def _requirements(repo: Path, requirements: str | None) -> str | None:
+    """``--requirements FILE``: a safe path to a regular file of exact pins (pytest among them)."""
+    if requirements is None:
+        return None
+    try:
+        rel = validate_path(requirements)
+    except UnsafePathError as exc:
+        raise UsageError(f"--requirements: {exc.why}") from None
+    no_link_on_the_way(repo, rel)
+    path = repo / rel
+    if not path.is_file():
+        raise UsageError(f"--requirements {rel}: not a file in the repository")
+    try:
+        parse_lock(path.read_text(encoding="utf-8"), rel)
+    except UnicodeDecodeError:
+        raise UsageError(f"--requirements {rel}: not UTF-8") from None
+    except PinError as exc:
+        raise config_error(exc) from None
+    return rel
 
 
 def _config(repo: Path, table: str) -> tuple[str, bytes, int]:
@@ -113,7 +141,9 @@ class _Bytes:
         return path
 
 
-def plan_init(repo: Path, *, fixture_root: str = "fixtures") -> InitPlan:
+def plan_init(
+    repo: Path, *, fixture_root: str = "fixtures", requirements: str | None = None
+) -> InitPlan:
     """What ``init`` would write in ``repo``; CommandRefused naming every file that exists."""
     try:
         fixture_root = validate_path(fixture_root.rstrip("/"))
@@ -133,7 +163,8 @@ def plan_init(repo: Path, *, fixture_root: str = "fixtures") -> InitPlan:
         no_link_on_the_way(repo, rel)
     has_src = (repo / "src").is_dir() and not (repo / "src").is_symlink()
     roots = ("src",) if has_src else (".",)
-    config_file, config_bytes, config_mode = _config(repo, _table(roots, fixture_root))
+    lock = _requirements(repo, requirements)
+    config_file, config_bytes, config_mode = _config(repo, _table(roots, fixture_root, lock))
     files = scan_fixtures(repo, fixture_root)
     fixtures = {
         "pin_id": _pin_id(repo),
