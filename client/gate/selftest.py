@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,9 @@ from client.verdict.receipt import build_receipt
 from client.verdict.stability import assess_all
 from patchgate.evidence import Evidence
 from patchgate.ledgers import Receipt, now_utc
-from patchgate.pins import PinSet, PropertyPin
+from patchgate.pins import PinSet, ProjectConfig, PropertyPin
 
-__all__ = ["SelfTestResult", "run_self_test"]
+__all__ = ["SelfTestResult", "import_hint", "run_self_test"]
 
 _SCORABLE = ("match", "not_applicable")
 EXIT_PASSED, EXIT_UNSCORED, EXIT_UNAVAILABLE, EXIT_BROKEN = 0, 2, 4, 78
@@ -69,6 +70,7 @@ class _Seen:
     lanes: dict[str, Any] = field(default_factory=dict)
     transport: list[dict[str, Any]] = field(default_factory=list)
     environment: str = ""
+    source_roots_src: bool = False
 
     def result(self, code: int, reasons: list[str], evidence: Evidence) -> SelfTestResult:
         summary = build_receipt(
@@ -103,6 +105,32 @@ def _suite(s: CheckSettings, pins: PinSet, root: Path) -> tuple[list[PropertyPin
     return runs, held
 
 
+_NO_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+
+
+def import_hint(texts: Sequence[str], config: ProjectConfig, *, has_src: bool) -> str | None:
+    """The likely cause of an import error on the base, in one line (None: no import error)."""
+    for text in texts:
+        m = _NO_MODULE.search(text)
+        if m is None:
+            continue
+        name = m.group(1).split(".")[0]
+        roots = ", ".join(r or "." for r in config.roots(has_src=has_src))
+        if config.environment is None:
+            return (
+                f"cannot import {name!r} in the sandbox: the base configures no environment, so "
+                "the suite runs with the executor's own Python; name the tests' dependencies in "
+                "a lock ([tool.patchgate.environment] requirements; patchgate init "
+                f"--requirements) — or, if {name} is the project's own package, check "
+                f"source_roots ({roots})"
+            )
+        return (
+            f"cannot import {name!r} in the sandbox: it is neither in the environment's lock "
+            f"({config.environment.requirements}) nor under the source roots ({roots})"
+        )
+    return None
+
+
 def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResult:
     """Run the base's suite; see the module docstring for the exit codes."""
     s.out.mkdir(parents=True, exist_ok=True)
@@ -116,6 +144,7 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
         seen = _Seen(fixture_status=fixture.status, fixture_digest=fixture.digest)
         if fixture.status not in _SCORABLE or fixture.manifest is None:
             return seen.result(EXIT_UNSCORED, list(fixture.reasons), evidence)
+        seen.source_roots_src = (root / "src").is_dir()
         env = suite_environment(s.repo, s.base, pins.config, root, say)
         seen.environment = env or EXECUTOR_ENVIRONMENT
         manifest = dataclasses.replace(fixture.manifest, environment_digest=env)
@@ -151,4 +180,12 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
         return seen.result(EXIT_UNAVAILABLE, reasons, evidence)
     broken = sorted(pid for pid, v in stab.items() if not v.passed_both)
     reasons += [f"{pid} did not pass every run on the base: {statuses[pid]}" for pid in broken]
+    hint = import_hint(
+        [o.failure_signature for o in lane.outcomes if o.property_id in broken]
+        + [t for log in lane.logs for t in (log.stdout, log.stderr)],
+        pins.config,
+        has_src=seen.source_roots_src,
+    )
+    if broken and hint:
+        reasons.append(hint)
     return seen.result(EXIT_BROKEN if broken else EXIT_PASSED, reasons, evidence)
