@@ -65,6 +65,22 @@ def test_environment_digest_test_vector_and_its_bytes() -> None:
     assert environment_digest(_entries(moved)) != VECTOR_DIGEST
 
 
+def _block(text: str, name: str) -> str:
+    after = text.split(f"<!-- test: {name} -->\n```text\n", 1)[1]
+    return after.split("```", 1)[0]
+
+
+def test_the_documented_environment_test_vector_is_the_codes() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs/reference/digest.md").read_text("utf-8")
+    lines, digest = _block(doc, "environment-bytes"), _block(doc, "environment-digest").strip()
+    assert hashlib.sha256(lines.encode()).hexdigest() == digest
+    files = {
+        "pytest/__init__.py": b"version = 1\n",
+        ENVIRONMENT_INFO: b'{"format":1,"python":"3.11","source_roots":["src"]}\n',
+    }
+    assert environment_digest(_entries(files)) == digest
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [
