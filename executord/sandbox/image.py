@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import site
 import subprocess
 import sys
 import sysconfig
@@ -47,7 +48,8 @@ _PROBE = (
     "b = {'base': sys.base_prefix, 'platbase': sys.base_prefix}; "
     "print(json.dumps({'prefix': sys.prefix, 'base_prefix': sys.base_prefix, "
     "'executable': sys.executable, 'site': site.getsitepackages(), "
-    "'base_site': sorted({sysconfig.get_path(k, vars=b) for k in ('purelib', 'platlib')})}))"
+    "'base_site': sorted({sysconfig.get_path(k, vars=b) for k in ('purelib', 'platlib')} "
+    "| set(site.getsitepackages([sys.base_prefix])))}))"
 )
 
 
@@ -73,12 +75,8 @@ def host_python_env(host_python: Path | None = None) -> PythonEnv:
             "executable": sys.executable,
             "site": [p for p in sys.path if p.endswith("site-packages")],
             "base_site": sorted(
-                {
-                    sysconfig.get_path(
-                        k, vars={"base": sys.base_prefix, "platbase": sys.base_prefix}
-                    )
-                    for k in ("purelib", "platlib")
-                }
+                {sysconfig.get_path(k, vars=_base_vars()) for k in ("purelib", "platlib")}
+                | set(site.getsitepackages([sys.base_prefix]))
             ),
         }
     else:
