@@ -12,10 +12,11 @@ import os
 from pathlib import Path
 
 from client.commands._util import print_json, resolve_out
+from client.outpaths import Place, reading_places
 from patchgate.digest import hash_files, scan_fixture_tree, validate_path
 from patchgate.errors import FixtureScanError, PinError, UnsafePathError, UsageError
 from patchgate.ledgers import FILE_NAMES, FixtureLedger
-from patchgate.pins import DirSource, FixturePin, load_config, parse_fixture_pin
+from patchgate.pins import DirSource, FixturePin, ProjectConfig, load_config, parse_fixture_pin
 
 __all__ = ["build_fixture_ledger", "read_fixture_pin", "register", "run"]
 
@@ -92,14 +93,14 @@ def build_fixture_ledger(pin: FixturePin, root: Path, fixture_root: str) -> Fixt
     )
 
 
-def _fixture_root(args: argparse.Namespace, root: Path) -> tuple[str, str]:
+def _fixture_root(args: argparse.Namespace, root: Path) -> tuple[str, ProjectConfig]:
     config = load_config(DirSource(root))
     fixture_root: str = args.fixture_root or config.fixture_root
     try:
         validate_path(fixture_root.rstrip("/"))
     except UnsafePathError as exc:
         raise UsageError(f"--fixture-root: {exc}") from None
-    return fixture_root.rstrip("/"), config.pins_dir
+    return fixture_root.rstrip("/"), config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,14 +108,15 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     if not root.is_dir():
         raise UsageError(f"--root {root}: not a directory")
-    fixture_root, pins_dir = _fixture_root(args, root)
+    fixture_root, config = _fixture_root(args, root)
     out = resolve_out(
         args.out,
         FILE_NAMES["fixture"],
-        forbidden=[
-            (Path(args.pin).parent, "the pins directory"),
-            (root / pins_dir, "the pins directory"),
-            (root / fixture_root, "the fixture tree"),
+        inputs=[args.pin],
+        places=[
+            Place(path=Path(args.pin).parent, what="the pins directory"),
+            *reading_places(root, config),
+            Place(path=root / fixture_root, what="the fixture tree"),
         ],
     )
     pin = read_fixture_pin(args.pin, fixture_root)

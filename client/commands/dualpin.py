@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     out = resolve_out(
         args.out,
         FILE_NAMES["drift"],
-        forbidden=[(args.left, "the left ledger"), (args.right, "the right ledger")],
+        inputs=[args.left, args.right],
     )
     left = read_record(PropertyLedger, args.left)
     right = read_record(PropertyLedger, args.right)

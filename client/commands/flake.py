@@ -25,6 +25,7 @@ from typing import Any
 
 from client.commands._util import parse_clock, print_json, resolve_out
 from client.errors import CommandRefused
+from client.outpaths import Place
 from patchgate.errors import LedgerError, PinError
 from patchgate.ledgers import FILE_NAMES, FixtureLedger, FlakeLedger, PropertyLedger, read_record
 from patchgate.pins import Flake, parse_flakes
@@ -186,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
     out = resolve_out(
         args.out,
         FILE_NAMES["flake"],
-        forbidden=[(Path(args.flake_pin).parent, "the pins directory")],
+        inputs=[args.fixture_ledger, args.property_ledger, args.flake_pin],
+        places=[Place(path=Path(args.flake_pin).parent, what="the pins directory")],
     )
     fixture = read_record(FixtureLedger, args.fixture_ledger)
     prop = read_record(PropertyLedger, args.property_ledger)
