@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from client.commands._util import print_json, resolve_out
+from client.errors import EXIT_SCAN, CommandRefused
 from client.outpaths import Place, reading_places
 from patchgate.digest import hash_files, scan_fixture_tree, validate_path
 from patchgate.errors import FixtureScanError, PinError, UnsafePathError, UsageError
@@ -25,8 +26,10 @@ Compute the canonical fixture digest v1 of the fixture files under ROOT and comp
 fixture pin. Every file under the fixture root must be pinned, every pinned file must exist, no
 symlink may leave the tree, and each file's sha256 must equal its pin. On success the digest is
 printed and fixture_ledger.json is written atomically (exit 0). Otherwise the missing, unpinned
-(extra), unsafe and mismatched files are listed, nothing is written, and the exit code is 2.
-The output is never written into the pins directory.
+(extra), unsafe and mismatched files are listed, nothing is written, and the exit code is 2; a tree
+with no fixture root at all is refused the same way (a digest of nothing is not a match). The
+output is never written where the command reads: the pins directory, the fixture tree, an oracle
+path (64).
 """
 
 
@@ -120,6 +123,14 @@ def run(args: argparse.Namespace) -> int:
         ],
     )
     pin = read_fixture_pin(args.pin, fixture_root)
+    if not os.path.lexists(root / fixture_root):
+        # DESIGN §6.10: not_applicable is never a match -- no green digest of nothing.
+        raise CommandRefused(
+            f"no fixture root {fixture_root}/ under {root}: there is nothing to digest, "
+            "and a digest of nothing is not a match; commit one fixture that can falsify a claim "
+            "and pin it (patchgate pin fixtures)",
+            EXIT_SCAN,
+        )
     ledger = build_fixture_ledger(pin, root, fixture_root)
     ledger.write(out)
     if args.json:

@@ -41,8 +41,14 @@ from patchgate.pins import PinSet, PropertyPin
 __all__ = ["CheckResult", "remote_not_run", "run_check"]
 
 # Fixture statuses whose suite may be signed and run: ``not_applicable`` (an empty pin and no
-# fixture root) counts as a match, the signed manifest still pins seed, bound and commands.
+# fixture root) is signed and run (the manifest still pins seed, bound and commands) so that the
+# receipt shows what the suite did, but it is never admitted (the merge table's no_fixtures row).
 _SCORABLE = ("match", "not_applicable")
+NO_FIXTURES = (
+    "no fixtures (fixture_status not_applicable): nothing says which bytes the suite saw, so the "
+    "patch is not admitted; commit one fixture that can falsify a claim and pin it "
+    "(patchgate pin fixtures)"
+)
 
 
 @dataclass(kw_only=True)
@@ -245,8 +251,11 @@ class _Check:
     sites: dict[str, SymbolSite] = field(default_factory=dict)
 
     def done(self, **facts: Any) -> CheckResult:
+        no_fixtures = self.st.fixture_status == "not_applicable"
         return _finish(
-            self.s, self.st, Facts(decision=self.st.decision, codes=self.st.codes, **facts)
+            self.s,
+            self.st,
+            Facts(decision=self.st.decision, codes=self.st.codes, no_fixtures=no_fixtures, **facts),
         )
 
     def run(self, patch: bytes, provenance_problem: str | None = None) -> CheckResult:
@@ -284,6 +293,8 @@ class _Check:
         fixture = steps.fixture_step(ws.patched_dir, pins, s.out)
         st.fixture_status, st.fixture_digest = fixture.status, fixture.digest
         st.reasons.extend(fixture.reasons)
+        if fixture.status == "not_applicable":
+            st.reasons.append(NO_FIXTURES)
         refused = fixture.status not in _SCORABLE or fixture.manifest is None
         st.codes = rejection_codes(
             fixture_mismatch=refused,
