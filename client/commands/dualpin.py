@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         right=_side(args.right, right),
         drift=bool(differing),
         differing=differing,
+        left_digest=left.fixture_digest,
+        right_digest=right.fixture_digest,
     )
     record.write(out)
     if args.json:
