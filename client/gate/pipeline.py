@@ -277,7 +277,9 @@ class _Check:
         st.citations = {p: r.freeze_ids for p, r in reports.items() if r.freeze_ids}
         classes = {pid: r.assertion_class for pid, r in reports.items()}
         st.properties, st.classes = pins.properties, classes
-        oracle = steps.oracle_and_pins(changed, pins, reports, base_reports, self.clock)
+        oracle = steps.oracle_and_pins(
+            changed, pins, reports, base_reports, self.clock, read_patched=ws.read_patched
+        )
         st.reasons.extend(oracle.reasons)
         st.freeze_problems = oracle.freeze_problems
         # Incomplete provenance, or compiled or binary code (unreviewable, whatever else it did):
@@ -309,11 +311,12 @@ class _Check:
         if sig.transport is not None:
             st.transport.append(sig.transport)
             return self.done(signer_transport=True)
-        # A property quarantined by a valid freeze citation is a citation: it does not run.
+        # A property quarantined by a valid freeze citation is a citation: it does not run. A
+        # citation that does not hold (R4) quarantines nothing.
         held = quarantined(
             properties=pins.properties,
             assertion_classes=classes,
-            citations=st.citations,
+            citations={p: ids for p, ids in st.citations.items() if p in oracle.valid_citers},
             flakes=pins.flakes,
             clock=self.clock,
         )
