@@ -362,11 +362,14 @@ def write_property_ledger(
     stab: Mapping[str, Stability],
     *,
     keyids: Callable[[str], str] | None = None,
+    oracle_moved: bool = False,
+    name: str = FILE_NAMES["property"],
 ) -> None:
-    """property_ledger.json (callers ensure: digest matched, oracle unmoved, every run recorded).
+    """property_ledger.json (callers ensure: digest matched, every run recorded; a check writes
+    it only when the oracle did not move, ``patchgate properties`` records whether it did).
 
     ``keyids`` names the executor key id that signed a property's runs (``executor_keyid`` of
-    each run entry).
+    each run entry). ``name``: the file's name in ``out``.
     """
     runs = [
         {**o.to_json(), **({"executor_keyid": keyids(o.property_id)} if keyids else {})}
@@ -379,8 +382,8 @@ def write_property_ledger(
         fixture_digest=digest,
         status_by_id={k: v.status for k, v in stab.items()},
         runs=runs,
-        oracle_moved=False,
-    ).write(out / FILE_NAMES["property"])
+        oracle_moved=oracle_moved,
+    ).write(out / name)
 
 
 def write_flake_ledger(

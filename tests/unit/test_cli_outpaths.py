@@ -116,6 +116,14 @@ def _check(r: Path, out: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _properties(r: Path, out: str) -> list[str]:
+    return [
+        "properties", "--repo", str(r), "--base", "HEAD", "--expect-digest", "0" * 64,
+        "--signer", "unix:/nonexistent/s.sock", "--executor", "unix:/nonexistent/e.sock",
+        "--out", out,
+    ]  # fmt: skip
+
+
 def _check_junit(r: Path, out: str) -> list[str]:
     return [*_check(r, str(r.parent / "ok-out")), "--junit", out]
 
@@ -126,6 +134,7 @@ COMMANDS: dict[str, Argv] = {
     "flake-observe": _flake,
     "check": _check,
     "check --junit": _check_junit,
+    "properties": _properties,
 }
 # Where no output may go, relative to the target repository ("{in}" = an input of the command).
 PLACES = [
