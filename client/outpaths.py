@@ -4,8 +4,9 @@ Every output path (``--out``, ``--junit``, any other) passes through :func:`guar
 anything is read or written. It is refused with a :class:`~patchgate.errors.UsageError` (exit 64,
 nothing written) when, after symbolic links and ``..`` are resolved, it lies
 
-* inside the pins directory, the fixture tree or an oracle path (``tests/``, ``properties/``,
-  ``pins/`` by default, as ``[tool.patchgate]`` says) of the repository the command reads — for a
+* inside the pins directory, the fixture tree, an oracle path (``tests/``, ``properties/``,
+  ``pins/`` by default, as ``[tool.patchgate]`` says) or the ``.git`` directory (hooks and
+  configuration live there) of the repository the command reads — for a
   command that reads no repository (``digest`` of a bare tree, ``dual-pin``, ``flake-observe``),
   of the git work tree the output path lies in, with that tree's configuration or its defaults;
 * inside another place the command names (the directory of a pin file it reads);
@@ -58,9 +59,11 @@ def _config_of(tree: Path) -> ProjectConfig:
 
 
 def reading_places(repo: Path, config: ProjectConfig | None = None) -> list[Place]:
-    """The pins directory, the fixture tree and every oracle path of ``repo``."""
+    """The pins directory, the fixture tree, every oracle path and the git directory of
+    ``repo``."""
     conf = config if config is not None else _config_of(repo)
     places = [
+        Place(path=repo / ".git", what="the git directory"),
         Place(path=repo / conf.pins_dir, what="the pins directory"),
         Place(path=repo / conf.fixture_root, what="the fixture tree"),
     ]

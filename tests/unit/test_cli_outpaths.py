@@ -147,6 +147,7 @@ PLACES = [
     "properties/out.json",
     "ledgers/../pins/properties.json",
     "linked/properties.json",
+    ".git/hooks/pre-commit",
 ]
 
 
