@@ -32,6 +32,7 @@ from pathlib import Path
 from client.gate import steps
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace, base_pins, resolve_rev, tree_at
+from client.verdict.citations import Citation, citation_problems
 from client.verdict.flakes import quarantined
 from client.verdict.stability import Stability, assess_all
 from patchgate.digest import Manifest
@@ -59,10 +60,21 @@ class PropertiesResult:
 
 def _suite(pins: PinSet, root: Path, clock: dt.datetime) -> tuple[list[PropertyPin], list[str]]:
     reports = steps.classify(root, pins.properties)
+    # As in a check: only a citation that holds (client.verdict.citations) quarantines.
+    holding = {
+        pid: r.freeze_ids
+        for pid, r in reports.items()
+        if r.freeze_ids
+        and not citation_problems(
+            Citation(cited_by=pid, test_id=r.node_id, ids=r.freeze_ids, texts=r.citations),
+            pins.flakes,
+            clock,
+        )
+    }
     held = quarantined(
         properties=pins.properties,
         assertion_classes={pid: r.assertion_class for pid, r in reports.items()},
-        citations={pid: r.freeze_ids for pid, r in reports.items() if r.freeze_ids},
+        citations=holding,
         flakes=pins.flakes,
         clock=clock,
     )

@@ -135,3 +135,29 @@ def test_oracle_moved_is_whether_the_oracle_differs_between_base_and_rev(billing
     assert moved(base) is False
     assert moved(source_only) is False
     assert moved("HEAD") is True
+
+
+def test_only_a_citation_that_holds_holds_a_property_back(billing: Path) -> None:
+    """As in a check: the example's checkout property is quarantined while FLK-1044 lists it;
+    once the flake does not list the citing test, the citation is no quarantine and it runs."""
+    import datetime as dt  # noqa: PLC0415
+
+    from client.gate.properties import _suite  # noqa: PLC0415
+
+    clock = dt.datetime(2026, 9, 10, 12, tzinfo=dt.UTC)
+    checkout = "billing.checkout.drains_in_order"
+    pins = base_pins(billing, "HEAD")
+    with tree_at(billing, "HEAD") as root:
+        suite, held = _suite(pins, root, clock)
+    assert checkout not in {p.id for p in suite}
+    assert any(line.startswith(checkout) for line in held)
+    pin = json.loads((billing / "pins" / "flakes.json").read_text())
+    pin["flakes"][0]["tests"] = ["tests/test_checkout.py::test_worker_drain"]
+    (billing / "pins" / "flakes.json").write_text(json.dumps(pin))
+    _git(billing, "add", "-A")
+    _git(billing, *WHO, "commit", "-qm", "FLK-1044 lists only the worker drain")
+    pins = base_pins(billing, "HEAD")
+    with tree_at(billing, "HEAD") as root:
+        suite, held = _suite(pins, root, clock)
+    assert checkout in {p.id for p in suite}
+    assert held == []

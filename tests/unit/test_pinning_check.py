@@ -263,3 +263,17 @@ def test_pin_check_warns_of_fixture_equality_and_opaque_tests_and_passes(
     assert "p.none" in warnings[1]
     assert "opaque" in warnings[1]
     assert "pins OK" in captured.out
+
+
+def test_pin_check_reads_review_by_and_accepted_in_of_the_flake_pin(lib: Path) -> None:
+    """Issue 23: the flake pin's review_by and accepted_in are known fields, checked."""
+    flake = {"id": "FLK-1", "signature": "E", "opened_on": "2026-09-02",
+             "expires_on": "2026-10-16", "tests": ["tests/test_core.py::test_count"]}  # fmt: skip
+    write_pins(lib, [], flakes={"flakes": [{**flake, "review_by": "2026-09-30",
+                                            "accepted_in": "4f3dbb7"}]})  # fmt: skip
+    assert check_tree(WorkTree(lib)).ok
+    write_pins(lib, [], flakes={"flakes": [{**flake, "review_by": "2026-09-01",
+                                            "accepted_in": "a b"}]})  # fmt: skip
+    problems = check_tree(WorkTree(lib)).problems
+    assert any("review_by" in p and "earlier than opened_on" in p for p in problems), problems
+    assert any("accepted_in" in p for p in problems), problems
