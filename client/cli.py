@@ -42,6 +42,7 @@ _COMMANDS: tuple[str, ...] = (
     "client.commands.dualpin",
     "client.commands.flake",
     "client.commands.check",
+    "client.commands.properties",
     "client.commands.verify",
     "client.commands.demo",
     "client.commands.up",
@@ -56,6 +57,7 @@ _MODULE_OF: dict[str, str] = {
     "dual-pin": "client.commands.dualpin",
     "flake-observe": "client.commands.flake",
     "check": "client.commands.check",
+    "properties": "client.commands.properties",
     "verify-receipt": "client.commands.verify",
     "demo": "client.commands.demo",
     "up": "client.commands.up",
@@ -86,7 +88,8 @@ exit codes:
   0   success (admitted / written / pins agree)
   1   check: the patch was rejected; other commands: an error (bad pin, bad ledger, stale receipt)
   2   refused to score: fixture files missing, unpinned (extra), unsafe or mismatched
-  3   fixture drift between two pins (dual-pin), or flake-observe refused
+  3   fixture drift between two pins (dual-pin), or flake-observe refused (a missing or
+      unreadable input ledger included)
   4   transport or infrastructure failure; nothing was scored
   64  usage error (an unknown --base included)
   78  configuration error: invalid pins or [tool.patchgate] in the base revision (every

@@ -202,13 +202,18 @@ class FlakeLedger(Record):
 
 @dataclass(kw_only=True)
 class DriftRecord(Record):
-    """``drift.json``: two property ledgers (two pins) compared."""
+    """``drift.json``: two property ledgers (two pins) compared (DESIGN §7: ``kind``
+    ``dual_pin``, ``drift``, ``left_digest``, ``right_digest``, ``recorded_at``; ``left`` and
+    ``right`` hold each side, ``differing`` the property ids whose status differs)."""
 
-    kind: ClassVar[str] = "drift"
+    kind: ClassVar[str] = "dual_pin"
     left: dict[str, Any] = field(default_factory=dict)
     right: dict[str, Any] = field(default_factory=dict)
     drift: bool = False
     differing: list[str] = field(default_factory=list)
+    #: the fixture digest of each side's pin
+    left_digest: str = ""
+    right_digest: str = ""
 
 
 @dataclass(kw_only=True)

@@ -294,10 +294,20 @@ class Flake:
     opened_on: dt.date
     expires_on: dt.date
     tests: tuple[str, ...]
+    #: optional: a citation or observation is valid only before this date
+    review_by: dt.date | None = None
+    #: optional: the revision in which a person accepted the flake (recorded, never a condition)
+    accepted_in: str = ""
 
     def valid_at(self, clock: dt.datetime) -> bool:
-        """Unexpired: ``expires_on`` is later than the review clock's date."""
-        return self.expires_on > clock.astimezone(dt.UTC).date()
+        """Unexpired: ``expires_on`` (and ``review_by``, when set) is later than the review
+        clock's date."""
+        today = clock.astimezone(dt.UTC).date()
+        return self.expires_on > today and (self.review_by is None or self.review_by > today)
+
+    def open_at(self, clock: dt.datetime) -> bool:
+        """The review clock's date lies in ``[opened_on, expires_on)`` and before ``review_by``."""
+        return self.opened_on <= clock.astimezone(dt.UTC).date() and self.valid_at(clock)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -558,8 +568,30 @@ def _flake(item: object, i: int, where: str, seen: set[str]) -> Flake:
         tests = tuple(raw_tests)
     with problems.check():
         signature = _str(item, "signature", where, pre)
+    review_by: dt.date | None = None
+    accepted_in = ""
+    if "review_by" in item:
+        with problems.check():
+            review_by = _date(item, "review_by", where, pre)
+            if opened != dt.date.min and review_by < opened:
+                raise PinError(where, pre + "review_by", "earlier than opened_on")
+    if "accepted_in" in item:
+        with problems.check():
+            accepted_in = _str(item, "accepted_in", where, pre)
+            if len(accepted_in) > 200 or any(c.isspace() for c in accepted_in):
+                raise PinError(
+                    where, pre + "accepted_in", "a revision: at most 200 characters, no spaces"
+                )
     problems.raise_any()
-    return Flake(id=fid, signature=signature, opened_on=opened, expires_on=expires, tests=tests)
+    return Flake(
+        id=fid,
+        signature=signature,
+        opened_on=opened,
+        expires_on=expires,
+        tests=tests,
+        review_by=review_by,
+        accepted_in=accepted_in,
+    )
 
 
 def parse_flakes(raw: bytes, where: str) -> tuple[Flake, ...]:

@@ -5,51 +5,41 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from client.outpaths import guard_output
 from patchgate.errors import UsageError
 
 __all__ = ["check_out_dir", "parse_clock", "print_json", "resolve_out"]
 
 
-def resolve_out(out: Path, default_name: str, forbidden: Iterable[tuple[Path, str]] = ()) -> Path:
+def resolve_out(out: Path, default_name: str, **guard: Any) -> Path:
     """The file to write for ``--out``: ``out``, or ``out/default_name`` if ``out`` is a directory.
 
-    Refuses (UsageError) a path inside any ``forbidden`` directory (the pins directory above all:
-    patchgate never writes into ``pins/``) and a path that is one of the ``forbidden`` files.
+    The file passes :func:`client.outpaths.guard_output` (``guard``: its keyword arguments): a
+    path where the command reads, onto one of its inputs, or that cannot be written is refused
+    (UsageError, exit 64) before anything is read or written.
     """
     target = Path(out)
     if target.is_dir():
         target = target / default_name
-    resolved = target.resolve()
-    for place, what in forbidden:
-        place_resolved = Path(place).resolve()
-        if resolved == place_resolved or resolved.is_relative_to(place_resolved):
-            raise UsageError(f"--out {out}: inside {what} {place}; patchgate never writes there")
+    guard_output(target, **guard)
     return target
 
 
-def check_out_dir(out: Path, forbidden: Iterable[tuple[Path, str]] = ()) -> None:
+def check_out_dir(out: Path, **guard: Any) -> None:
     """Refuse (UsageError) an ``--out`` directory that cannot be one, before anything is written.
 
     Refused: an existing path that is not a directory (a regular file, a dangling link), a path
-    below an existing non-directory, and a path inside (or equal to) any ``forbidden`` directory,
-    symbolic links followed.
+    below an existing non-directory, and whatever :func:`client.outpaths.guard_output` refuses.
     """
     target = Path(out)
     if target.is_symlink() and not target.exists():
         raise UsageError(f"--out {out}: a symbolic link to nothing")
+    guard_output(target, directory=True, **guard)
     if target.exists() and not target.is_dir():
         raise UsageError(f"--out {out}: exists and is not a directory")
-    above = next((p for p in target.absolute().parents if p.exists()), None)
-    if above is not None and not above.is_dir():
-        raise UsageError(f"--out {out}: {above} is not a directory")
-    resolved = target.resolve()
-    for place, what in forbidden:
-        place_resolved = Path(place).resolve()
-        if resolved == place_resolved or resolved.is_relative_to(place_resolved):
-            raise UsageError(f"--out {out}: inside {what} {place}; patchgate never writes there")
 
 
 def parse_clock(text: str | None) -> dt.datetime:

@@ -11,6 +11,11 @@ failure (nothing scored), 64 usage (an unknown ``--base`` included), 78 configur
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import os
+import secrets
+import sys
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +33,7 @@ from client.errors import ConfigError
 from client.gate.settings import CheckSettings
 from client.gate.workspace import resolve_rev
 from client.lanes.state import MARKER, lane_settings_file
+from client.outpaths import guard_output
 from patchgate.errors import PinError, PinErrors, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
 from patchgate.tls import ClientTLS
@@ -135,7 +141,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     _add_statement_flags(p)
     p.add_argument("--clock", metavar="ISO8601", help="review clock (default: now, UTC)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="ledger directory (default ledgers/)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="ledger directory (default: a new directory under the lane's state, or under the "
+        "system's temp directory, printed; never inside the repository unless given)",
+    )
     add_output_flags(p)  # --self-test, --format, --json, --junit, --quiet
     p.add_argument(
         "--lane",
@@ -351,18 +363,15 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
     repo = Path(args.repo)
     if not (repo / ".git").exists() and not repo.is_dir():
         raise UsageError(f"--repo {repo}: not a directory")
-    out = _path(args.out, conf, "out") or Path("ledgers")
+    out = _path(args.out, conf, "out") or default_out(repo, getattr(args, "lane", None))
     # The commit, resolved once: an unknown --base is a usage error (64), and the check runs on
     # exactly the commit whose pins were validated here.
     base = resolve_rev(repo, args.base)
     config = base_config(repo, base).config
-    check_out_dir(
-        out,
-        [
-            (repo / config.pins_dir, "the pins directory"),
-            (repo / config.fixture_root, "the fixture tree"),
-        ],
-    )
+    inputs = _inputs(args, conf)
+    check_out_dir(out, repo=repo, config=config, inputs=inputs)
+    if getattr(args, "junit", None) is not None:
+        guard_output(args.junit, flag="--junit", repo=repo, config=config, inputs=inputs)
     return CheckSettings(
         repo=repo,
         base=base,
@@ -387,7 +396,35 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
     )
 
 
+def _inputs(args: argparse.Namespace, conf: dict[str, Any]) -> list[Path]:
+    """Every file ``check`` reads besides the repository: no output may land on one."""
+    given = [getattr(args, "patch", None), getattr(args, "second_pin", None)]
+    keys = ("operator_keyring", "executor_keyring")
+    given += [_path(getattr(args, k, None), conf, k) for k in keys]
+    return [Path(p) for p in given if p is not None and Path(p) != NO_PATCH]
+
+
+def default_out(repo: Path, lane: str | None) -> Path:
+    """``--out`` when none is given: a new directory under the lane's state
+    (``STATE/ledgers/<stamp>``) when the lane is up and its state lies outside ``repo``, else
+    under the system's temp directory; never inside the target repository."""
+    stamp = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{os.getpid()}-{secrets.token_hex(3)}"
+    try:
+        settings = lane_settings_file(lane)
+    except UsageError:
+        settings = None
+    if settings is not None and settings.is_file():
+        state = settings.parent.resolve()
+        top = repo.resolve()
+        if not (state == top or state.is_relative_to(top)):
+            return state / "ledgers" / stamp
+    return Path(tempfile.gettempdir()) / f"patchgate-check-{stamp}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the gate; print the summary (or the receipt); return the verdict's exit code."""
-    settings = settings_from_args(args, check_defaults(args.lane))
+    conf = check_defaults(args.lane)
+    settings = settings_from_args(args, conf)
+    if args.out is None and not {**conf, **env_settings()}.get("out") and not args.quiet:
+        sys.stderr.write(f"patchgate: ledgers go to {settings.out} (no --out given)\n")
     return report_check(args, settings)

@@ -12,10 +12,12 @@ import os
 from pathlib import Path
 
 from client.commands._util import print_json, resolve_out
+from client.errors import EXIT_SCAN, CommandRefused
+from client.outpaths import Place, reading_places
 from patchgate.digest import hash_files, scan_fixture_tree, validate_path
 from patchgate.errors import FixtureScanError, PinError, UnsafePathError, UsageError
 from patchgate.ledgers import FILE_NAMES, FixtureLedger
-from patchgate.pins import DirSource, FixturePin, load_config, parse_fixture_pin
+from patchgate.pins import DirSource, FixturePin, ProjectConfig, load_config, parse_fixture_pin
 
 __all__ = ["build_fixture_ledger", "read_fixture_pin", "register", "run"]
 
@@ -24,8 +26,10 @@ Compute the canonical fixture digest v1 of the fixture files under ROOT and comp
 fixture pin. Every file under the fixture root must be pinned, every pinned file must exist, no
 symlink may leave the tree, and each file's sha256 must equal its pin. On success the digest is
 printed and fixture_ledger.json is written atomically (exit 0). Otherwise the missing, unpinned
-(extra), unsafe and mismatched files are listed, nothing is written, and the exit code is 2.
-The output is never written into the pins directory.
+(extra), unsafe and mismatched files are listed, nothing is written, and the exit code is 2; a tree
+with no fixture root at all is refused the same way (a digest of nothing is not a match). The
+output is never written where the command reads: the pins directory, the fixture tree, an oracle
+path (64).
 """
 
 
@@ -92,14 +96,14 @@ def build_fixture_ledger(pin: FixturePin, root: Path, fixture_root: str) -> Fixt
     )
 
 
-def _fixture_root(args: argparse.Namespace, root: Path) -> tuple[str, str]:
+def _fixture_root(args: argparse.Namespace, root: Path) -> tuple[str, ProjectConfig]:
     config = load_config(DirSource(root))
     fixture_root: str = args.fixture_root or config.fixture_root
     try:
         validate_path(fixture_root.rstrip("/"))
     except UnsafePathError as exc:
         raise UsageError(f"--fixture-root: {exc}") from None
-    return fixture_root.rstrip("/"), config.pins_dir
+    return fixture_root.rstrip("/"), config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,17 +111,26 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     if not root.is_dir():
         raise UsageError(f"--root {root}: not a directory")
-    fixture_root, pins_dir = _fixture_root(args, root)
+    fixture_root, config = _fixture_root(args, root)
     out = resolve_out(
         args.out,
         FILE_NAMES["fixture"],
-        forbidden=[
-            (Path(args.pin).parent, "the pins directory"),
-            (root / pins_dir, "the pins directory"),
-            (root / fixture_root, "the fixture tree"),
+        inputs=[args.pin],
+        places=[
+            Place(path=Path(args.pin).parent, what="the pins directory"),
+            *reading_places(root, config),
+            Place(path=root / fixture_root, what="the fixture tree"),
         ],
     )
     pin = read_fixture_pin(args.pin, fixture_root)
+    if not os.path.lexists(root / fixture_root):
+        # DESIGN §6.10: not_applicable is never a match -- no green digest of nothing.
+        raise CommandRefused(
+            f"no fixture root {fixture_root}/ under {root}: there is nothing to digest, "
+            "and a digest of nothing is not a match; commit one fixture that can falsify a claim "
+            "and pin it (patchgate pin fixtures)",
+            EXIT_SCAN,
+        )
     ledger = build_fixture_ledger(pin, root, fixture_root)
     ledger.write(out)
     if args.json:

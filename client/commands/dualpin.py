@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     out = resolve_out(
         args.out,
         FILE_NAMES["drift"],
-        forbidden=[(args.left, "the left ledger"), (args.right, "the right ledger")],
+        inputs=[args.left, args.right],
     )
     left = read_record(PropertyLedger, args.left)
     right = read_record(PropertyLedger, args.right)
@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         right=_side(args.right, right),
         drift=bool(differing),
         differing=differing,
+        left_digest=left.fixture_digest,
+        right_digest=right.fixture_digest,
     )
     record.write(out)
     if args.json:

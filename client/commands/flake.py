@@ -9,7 +9,7 @@ this order (the first that fails is the one-line reason):
 2. the oracle did not move (``oracle_moved`` is false);
 3. the test id is listed in the ``tests`` of a flake of the flake pin;
 4. that flake is open at the review clock: ``opened_on`` is not after the clock's UTC date and
-   ``expires_on`` is later than it;
+   ``expires_on`` (and ``review_by``, when the flake has one) is later than it;
 5. the observed failure matches the flake's signature (see :func:`observed_failure`).
 
 When several flakes list the test id, the first (in pin order) for which 4 and 5 hold is used.
@@ -21,21 +21,31 @@ import argparse
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from client.commands._util import parse_clock, print_json, resolve_out
 from client.errors import CommandRefused
+from client.outpaths import Place
 from patchgate.errors import LedgerError, PinError
-from patchgate.ledgers import FILE_NAMES, FixtureLedger, FlakeLedger, PropertyLedger, read_record
+from patchgate.ledgers import (
+    FILE_NAMES,
+    FixtureLedger,
+    FlakeLedger,
+    PropertyLedger,
+    Record,
+    read_record,
+)
 from patchgate.pins import Flake, parse_flakes
 from patchgate.results import OUTCOMES, normalize_failure
 
 __all__ = ["FAILING_OUTCOMES", "observe", "observed_failure", "register", "run", "runs_for"]
 
 FAILING_OUTCOMES = ("fail", "error", "exceeded_bound")
+_R = TypeVar("_R", bound=Record)
 
 _DESCRIPTION = """\
-Record that a known, pre-listed flaky test fired again, in flake_ledger.json. Written only when:
+Record that a known, pre-listed flaky test fired again, in flake_ledger.json. A missing or
+unreadable input ledger is refused (exit 3, no file). Written only when:
 the property ledger's fixture_digest equals the fixture ledger's digest (same pin, status match);
 the oracle did not move; the test id is listed by a flake of the flake pin; that flake is open at
 the review clock (opened_on <= clock date < expires_on); and the failure observed in the property
@@ -135,10 +145,6 @@ def _check_ledgers(fixture: FixtureLedger, prop: PropertyLedger) -> None:
         raise CommandRefused("the oracle moved (oracle_moved is true): no flake is observed")
 
 
-def _open_at(flake: Flake, clock: dt.datetime) -> bool:
-    return flake.opened_on <= clock.astimezone(dt.UTC).date() and flake.valid_at(clock)
-
-
 def observe(
     fixture: FixtureLedger,
     prop: PropertyLedger,
@@ -151,9 +157,14 @@ def observe(
     listed = [f for f in flakes if test_id in f.tests]
     if not listed:
         raise CommandRefused(f"test {test_id!r} is not listed by any flake of the flake pin")
-    open_now = [f for f in listed if _open_at(f, clock)]
+    open_now = [f for f in listed if f.open_at(clock)]
     if not open_now:
-        ids = ", ".join(f"{f.id} ({f.opened_on}..{f.expires_on})" for f in listed)
+        ids = ", ".join(
+            f"{f.id} ({f.opened_on}..{f.expires_on}"
+            + (f", review by {f.review_by}" if f.review_by else "")
+            + ")"
+            for f in listed
+        )
         raise CommandRefused(f"no open flake at {clock.date()} lists {test_id!r}: {ids}")
     runs = runs_for(prop, test_id)
     if not runs:
@@ -172,6 +183,15 @@ def observe(
     raise refusal
 
 
+def _read_ledger(cls: type[_R], path: Path, flag: str) -> _R:
+    """An input ledger, or a refusal (3): a ledger that is missing, unreadable, not JSON or not
+    that record is no evidence of anything, so nothing is observed."""
+    try:
+        return read_record(cls, path)
+    except LedgerError as exc:
+        raise CommandRefused(f"{flag}: {exc}") from None
+
+
 def _read_flakes(path: Path) -> tuple[Flake, ...]:
     try:
         raw = Path(path).read_bytes()
@@ -186,10 +206,11 @@ def run(args: argparse.Namespace) -> int:
     out = resolve_out(
         args.out,
         FILE_NAMES["flake"],
-        forbidden=[(Path(args.flake_pin).parent, "the pins directory")],
+        inputs=[args.fixture_ledger, args.property_ledger, args.flake_pin],
+        places=[Place(path=Path(args.flake_pin).parent, what="the pins directory")],
     )
-    fixture = read_record(FixtureLedger, args.fixture_ledger)
-    prop = read_record(PropertyLedger, args.property_ledger)
+    fixture = _read_ledger(FixtureLedger, args.fixture_ledger, "--fixture-ledger")
+    prop = _read_ledger(PropertyLedger, args.property_ledger, "--property-ledger")
     flakes = _read_flakes(args.flake_pin)
     ledger = observe(fixture, prop, flakes, args.test_id, clock)
     ledger.write(out)

@@ -7,6 +7,7 @@ these operator commands (and ``init``) write into the pins directory; the gate n
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from client.commands._util import print_json
@@ -147,6 +148,9 @@ def run_check(args: argparse.Namespace) -> int:
     report = check_tree(tree)
     if args.json:
         print_json({"tree": tree.name, **report.to_json()})
+    else:
+        for warning in report.warnings:
+            sys.stderr.write(f"patchgate: warning: {' '.join(warning.split())}\n")
     if not report.ok:
         raise ConfigError(report.problems)
     if not args.json:

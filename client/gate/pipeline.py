@@ -42,8 +42,14 @@ from patchgate.pins import PinSet, PropertyPin
 __all__ = ["CheckResult", "remote_not_run", "run_check"]
 
 # Fixture statuses whose suite may be signed and run: ``not_applicable`` (an empty pin and no
-# fixture root) counts as a match, the signed manifest still pins seed, bound and commands.
+# fixture root) is signed and run (the manifest still pins seed, bound and commands) so that the
+# receipt shows what the suite did, but it is never admitted (the merge table's no_fixtures row).
 _SCORABLE = ("match", "not_applicable")
+NO_FIXTURES = (
+    "no fixtures (fixture_status not_applicable): nothing says which bytes the suite saw, so the "
+    "patch is not admitted; commit one fixture that can falsify a claim and pin it "
+    "(patchgate pin fixtures)"
+)
 
 
 @dataclass(kw_only=True)
@@ -248,8 +254,11 @@ class _Check:
     sites: dict[str, SymbolSite] = field(default_factory=dict)
 
     def done(self, **facts: Any) -> CheckResult:
+        no_fixtures = self.st.fixture_status == "not_applicable"
         return _finish(
-            self.s, self.st, Facts(decision=self.st.decision, codes=self.st.codes, **facts)
+            self.s,
+            self.st,
+            Facts(decision=self.st.decision, codes=self.st.codes, no_fixtures=no_fixtures, **facts),
         )
 
     def run(self, patch: bytes, provenance_problem: str | None = None) -> CheckResult:
@@ -271,7 +280,9 @@ class _Check:
         st.citations = {p: r.freeze_ids for p, r in reports.items() if r.freeze_ids}
         classes = {pid: r.assertion_class for pid, r in reports.items()}
         st.properties, st.classes = pins.properties, classes
-        oracle = steps.oracle_and_pins(changed, pins, reports, base_reports, self.clock)
+        oracle = steps.oracle_and_pins(
+            changed, pins, reports, base_reports, self.clock, read_patched=ws.read_patched
+        )
         st.reasons.extend(oracle.reasons)
         st.freeze_problems = oracle.freeze_problems
         # Incomplete provenance, or compiled or binary code (unreviewable, whatever else it did):
@@ -287,6 +298,8 @@ class _Check:
         fixture = steps.fixture_step(ws.patched_dir, pins, s.out)
         st.fixture_status, st.fixture_digest = fixture.status, fixture.digest
         st.reasons.extend(fixture.reasons)
+        if fixture.status == "not_applicable":
+            st.reasons.append(NO_FIXTURES)
         refused = fixture.status not in _SCORABLE or fixture.manifest is None
         st.codes = rejection_codes(
             fixture_mismatch=refused,
@@ -304,11 +317,12 @@ class _Check:
         if sig.transport is not None:
             st.transport.append(sig.transport)
             return self.done(signer_transport=True)
-        # A property quarantined by a valid freeze citation is a citation: it does not run.
+        # A property quarantined by a valid freeze citation is a citation: it does not run. A
+        # citation that does not hold (R4) quarantines nothing.
         held = quarantined(
             properties=pins.properties,
             assertion_classes=classes,
-            citations=st.citations,
+            citations={p: ids for p, ids in st.citations.items() if p in oracle.valid_citers},
             flakes=pins.flakes,
             clock=self.clock,
         )

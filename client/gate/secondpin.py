@@ -208,7 +208,12 @@ def _compare(  # noqa: PLR0917 - the step's state, split from the reading of the
     result.status = "drift" if differing else "agree"
     if differing:
         result.reasons.append(f"R9 the two pins disagree: {', '.join(differing)}")
-    DriftRecord(left=left, right=right, drift=bool(differing), differing=differing).write(
-        s.out / FILE_NAMES["drift"]
-    )
+    DriftRecord(
+        left=left,
+        right=right,
+        drift=bool(differing),
+        differing=differing,
+        left_digest=str(left.get("fixture_digest", "")),
+        right_digest=str(right.get("fixture_digest", "")),
+    ).write(s.out / FILE_NAMES["drift"])
     return result

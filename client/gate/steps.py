@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.analysis.classify.assertions import AssertionReport, classify_properties
+from client.analysis.classify.assertions import (
+    AssertionReport,
+    classify_properties,
+    file_citations,
+    flake_ids_in,
+)
 from client.analysis.mutation.introspection import introspection_added
 from client.analysis.patch.roles import layout_of
 from client.analysis.patch.touched import Touched, base_symbols, judge
@@ -21,7 +26,7 @@ from client.gate.runs.execution import LaneResult, run_lane
 from client.gate.runs.targets import Target, targeted_connect
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
-from client.verdict.credit import check_freezes
+from client.verdict.citations import Citation, check_citations
 from client.verdict.flakes import FlakeObservation
 from client.verdict.stability import Stability, freeze_proposal
 from patchgate.atomicfile import atomic_write_json
@@ -136,6 +141,30 @@ class OracleResult:
     reasons: tuple[str, ...]
     #: One line per compiled or binary file in the patch; non-empty means ``reject_provenance``.
     unreviewable: tuple[str, ...] = ()
+    #: Pinned properties that cite flakes, every citation of which holds (may be quarantined).
+    valid_citers: frozenset[str] = frozenset()
+
+
+def citations_of(
+    reports: Mapping[str, AssertionReport],
+    touched: Touched,
+    read_patched: Callable[[str], bytes | None] | None,
+) -> list[Citation]:
+    """Every freeze citation of the patched tree: each pinned property's, then each test function
+    of a touched ``.py`` file that is not a pinned property's test (DESIGN §3)."""
+    out = [
+        Citation(cited_by=pid, test_id=r.node_id, ids=r.freeze_ids, texts=r.citations)
+        for pid, r in sorted(reports.items())
+        if r.freeze_ids
+    ]
+    pinned = {r.node_id for r in reports.values()}
+    for path in touched.touched_paths:
+        raw = read_patched(path) if read_patched is not None and path.endswith(".py") else None
+        for node, texts in file_citations(raw or b"", path).items():
+            if node not in pinned:
+                ids = flake_ids_in(texts)
+                out.append(Citation(cited_by=node, test_id=node, ids=ids, texts=texts))
+    return out
 
 
 def oracle_and_pins(
@@ -144,6 +173,8 @@ def oracle_and_pins(
     reports: Mapping[str, AssertionReport],
     base_reports: Mapping[str, AssertionReport],
     clock: dt.datetime,
+    *,
+    read_patched: Callable[[str], bytes | None] | None = None,
 ) -> OracleResult:
     """Harness or oracle touched, or a pinned predicate moved (R7); pins or the gate's
     configuration edited, or freeze ids added (R8); bad citations (R4); compiled code."""
@@ -162,8 +193,13 @@ def oracle_and_pins(
             if fid not in (base_reports[pid].freeze_ids if pid in base_reports else ())
         }
     )
-    citations = {pid: r.freeze_ids for pid, r in reports.items() if r.freeze_ids}
-    problems = check_freezes(citations, pins.flakes, clock)
+    citations = citations_of(reports, touched, read_patched)
+    problems = check_citations(citations, pins.flakes, clock)
+    valid = frozenset(
+        c.cited_by
+        for c in citations
+        if c.cited_by in reports and not check_citations([c], pins.flakes, clock)
+    )
     reasons = [f"R7 oracle moved: {', '.join(moved)}"] if moved else []
     if predicates:
         reasons.append(f"R7 pinned predicate changed: {', '.join(predicates)}")
@@ -178,6 +214,7 @@ def oracle_and_pins(
         freeze_problems=problems,
         reasons=tuple(reasons),
         unreviewable=tuple(f"compiled or binary code in the patch: {p}" for p in touched.compiled),
+        valid_citers=valid,
     )
 
 
@@ -325,11 +362,14 @@ def write_property_ledger(
     stab: Mapping[str, Stability],
     *,
     keyids: Callable[[str], str] | None = None,
+    oracle_moved: bool = False,
+    name: str = FILE_NAMES["property"],
 ) -> None:
-    """property_ledger.json (callers ensure: digest matched, oracle unmoved, every run recorded).
+    """property_ledger.json (callers ensure: digest matched, every run recorded; a check writes
+    it only when the oracle did not move, ``patchgate properties`` records whether it did).
 
     ``keyids`` names the executor key id that signed a property's runs (``executor_keyid`` of
-    each run entry).
+    each run entry). ``name``: the file's name in ``out``.
     """
     runs = [
         {**o.to_json(), **({"executor_keyid": keyids(o.property_id)} if keyids else {})}
@@ -342,8 +382,8 @@ def write_property_ledger(
         fixture_digest=digest,
         status_by_id={k: v.status for k, v in stab.items()},
         runs=runs,
-        oracle_moved=False,
-    ).write(out / FILE_NAMES["property"])
+        oracle_moved=oracle_moved,
+    ).write(out / name)
 
 
 def write_flake_ledger(

@@ -7,7 +7,11 @@ Each pin file is checked three ways, and every problem is one line ``FILE: FIELD
    the fixture root, unique ids, commands allowed by the fixture pin). A parser error on a field
    the schema already named is left out: one problem, one line;
 3. every ``covers`` entry against the symbol names of the same tree (:mod:`client.pinning.names`;
-   exact: a module, a function or a class), with the nearest name when one is close.
+   exact: a module, a function or a class), with the nearest name when one is close;
+4. every pinned property's test function by the gate's classifier
+   (:mod:`client.analysis.classify.assertions`): a predicate that cannot fail (``tautology``,
+   e.g. ``assert True``) does not enter the pin — a problem naming the assertion; ``fixture_eq``
+   and ``opaque`` are warnings (listed, exit 0): they run, but earn no credit.
 
 ``properties.json`` and ``fixtures.json`` are required, ``flakes.json`` is optional. An invalid
 ``[tool.patchgate]`` stops the check (it says where the pins are): that one problem is returned.
@@ -16,13 +20,14 @@ Each pin file is checked three ways, and every problem is one line ``FILE: FIELD
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from client.analysis.classify.assertions import classify_properties
 from client.pinning.names import SymbolNames, tree_symbols
 from client.pinning.tree import SourceTree
 from patchgate.errors import PinError, PinErrors
@@ -30,6 +35,7 @@ from patchgate.pins import (
     FixturePin,
     PinSet,
     ProjectConfig,
+    PropertyPin,
     load_config,
     load_pins,
     parse_fixture_pin,
@@ -38,7 +44,14 @@ from patchgate.pins import (
 )
 from patchgate.schemas import load_schema
 
-__all__ = ["PinReport", "check_tree", "covers_problems", "schema_problems"]
+__all__ = [
+    "WARNED_CLASSES",
+    "PinReport",
+    "check_tree",
+    "covers_problems",
+    "predicate_problems",
+    "schema_problems",
+]
 
 _MAX_WHY = 200
 
@@ -48,6 +61,8 @@ class PinReport:
     """What ``pin check`` found: every problem (one line each) and what it counted."""
 
     problems: tuple[str, ...]
+    #: Pinned properties that run but can earn no credit (fixture_eq, opaque): never an error.
+    warnings: tuple[str, ...] = ()
     fixture_files: int = 0
     properties: int = 0
     covers: int = 0
@@ -63,6 +78,7 @@ class PinReport:
         return {
             "ok": self.ok,
             "problems": list(self.problems),
+            "warnings": list(self.warnings),
             "fixture_files": self.fixture_files,
             "properties": self.properties,
             "covers": self.covers,
@@ -158,6 +174,30 @@ def covers_problems(obj: object, where: str, symbols: SymbolNames, tree_name: st
     return out
 
 
+#: Assertion classes that are warnings in ``pin check``: the property runs, never credits.
+WARNED_CLASSES = ("fixture_eq", "opaque")
+
+
+def predicate_problems(
+    tree: SourceTree, properties: Sequence[PropertyPin], where: str
+) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of the pinned properties' test functions in ``tree``: a tautology is a
+    problem naming its assertion (a predicate that cannot fail does not enter the pin); a
+    fixture equality or an opaque test is a warning."""
+    with tree.checkout() as root:
+        reports = classify_properties(root, [(p.id, p.command) for p in properties])
+    problems: list[str] = []
+    warnings: list[str] = []
+    for i, prop in enumerate(properties):
+        report = reports[prop.id]
+        line = f"{where}: properties[{i}]: {prop.id} ({report.node_id or 'no node id'})"
+        if report.assertion_class == "tautology":
+            problems.append(f"{line}: its predicate cannot fail (tautology): {report.detail}")
+        elif report.assertion_class in WARNED_CLASSES:
+            warnings.append(f"{line}: {report.assertion_class}, earns no credit: {report.detail}")
+    return problems, warnings
+
+
 def _entries(raw: bytes | None, key: str) -> tuple[object, int]:
     """The JSON object of a pin file and how many entries its list ``key`` holds (0: unreadable)."""
     try:
@@ -225,12 +265,17 @@ def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinRepor
         )
         problems.extend(found)
         fixtures = fixtures or _commands_only(_entries(raw_fx, "files")[0])
+    warnings: list[str] = []
     if raw_props is not None:
         where = source.describe(prop_path)
-        found, _ = _checked(
+        found, parsed = _checked(
             "properties", raw_props, where, lambda r: parse_properties(r, where, fixtures)
         )
         problems.extend(found)
+        if parsed:
+            cannot_fail, weak = predicate_problems(tree, parsed, where)
+            problems.extend(cannot_fail)
+            warnings.extend(weak)
     props_obj, n_props = _entries(raw_props, "properties")
     n_covers = _covers_count(props_obj)
     if n_covers:
@@ -242,6 +287,7 @@ def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinRepor
         problems.extend(found)
     return PinReport(
         problems=tuple(problems),
+        warnings=tuple(warnings),
         fixture_files=_entries(raw_fx, "files")[1],
         properties=n_props,
         covers=n_covers,

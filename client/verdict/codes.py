@@ -34,9 +34,10 @@ CODES = MappingProxyType(
         ),
         "R4": (
             "unknown, expired or mismatched freeze id",
-            "a test cites a flake id that is not in the base `pins/flakes.json`, or whose "
-            "`expires_on` is not later than the review clock, or the failure observed does not "
-            "match the flake's signature",
+            "a pinned property or a touched test cites a flake id (a skip/xfail reason) that is "
+            "not in the base `pins/flakes.json`, from a test the flake does not list, without "
+            "the flake's signature in the reason, outside `[opened_on, expires_on)` or on or "
+            "after its `review_by`; or the failure observed does not match the signature",
         ),
         "R5": (
             "fixture equality as check",

@@ -27,7 +27,6 @@ R9 drift between two pins. Pure: no I/O.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +34,7 @@ from typing import Any
 from client.verdict.admission import covering
 from client.verdict.stability import Stability
 from patchgate.ledgers import REJECTION_CODES
-from patchgate.pins import Flake, PropertyPin
+from patchgate.pins import PropertyPin
 
 __all__ = [
     "FREEZE_BESIDE",
@@ -47,7 +46,6 @@ __all__ = [
     "CreditReport",
     "CreditRow",
     "MutationResult",
-    "check_freezes",
     "rejection_codes",
     "score",
 ]
@@ -310,24 +308,6 @@ def score(
         unstable=tuple(pid for pid in suite_ids if pid in ran and ran[pid].disagreement),
         notes=notes,
     )
-
-
-def check_freezes(
-    citations: Mapping[str, Sequence[str]], flakes: Sequence[Flake], clock: dt.datetime
-) -> tuple[str, ...]:
-    """R4 problems of the freeze ids cited per property: not in the base ledger, or expired."""
-    known = {f.id: f for f in flakes}
-    problems: list[str] = []
-    for pid, ids in sorted(citations.items()):
-        for fid in ids:
-            flake = known.get(fid)
-            if flake is None:
-                problems.append(f"{pid} cites {fid}, which is not in the base flake ledger")
-            elif not flake.valid_at(clock):
-                problems.append(
-                    f"{pid} cites {fid}, which expired on {flake.expires_on.isoformat()}"
-                )
-    return tuple(problems)
 
 
 def rejection_codes(

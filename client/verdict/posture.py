@@ -15,6 +15,8 @@ earlier failure::
     local_transport     a local run missing (transport)                 unavailable           4
     drift               R9 (two pins disagree)                          reject_fixture_drift  3
     property_miss       a suite property failed both runs               reject_property_miss  1
+    no_fixtures         fixture_status not_applicable: no fixture, so
+                        no evidence of which bytes the suite saw        reject_credit         1
     credit              coverage < 1, no changed symbol, any code, an
                         unstable / unpassed suite property, or the
                         mutation stage off without allow_unmutated      reject_credit         1
@@ -62,6 +64,8 @@ class Facts:
     second_pin_agrees: bool | None = None
     #: the mutation stage was off and the reviewed configuration does not allow that
     unmutated: bool = False
+    #: fixture_status ``not_applicable`` (no fixture root and an empty pin): never admitted
+    no_fixtures: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +91,7 @@ def _row(f: Facts) -> tuple[str, str]:
         (f.local_transport, "local_transport", "unavailable"),
         ("R9" in codes, "drift", "reject_fixture_drift"),
         (bool(f.property_misses), "property_miss", "reject_property_miss"),
+        (f.no_fixtures, "no_fixtures", "reject_credit"),
     ]
     for hit, row, posture in table:
         if hit:

@@ -239,7 +239,7 @@ def receipt_problems(r: Receipt) -> list[str]:
     if r.admit and not (
         r.decision == "admit"
         and r.coverage == 1.0
-        and r.fixture_status in ("match", "not_applicable")
+        and r.fixture_status == "match"
         and not r.rejection_codes
         and r.posture in ("review", "human_review")
     ):

@@ -160,7 +160,8 @@ def test_empty_pin_without_fixture_root_is_not_applicable(
     gate: Gate, billing_repo: BillingRepo
 ) -> None:
     """No fixture root and an empty pin: no hash is invented; the signed manifest still pins seed,
-    bound and commands, and its digest is the receipt's."""
+    bound and commands, and its digest is the receipt's. Issue 23: no fixtures, no admit -- the
+    same honest patch that admits with fixtures is rejected (it was admitted, exit 0)."""
     shutil.rmtree(billing_repo.path / "fixtures")
     _edit_json(billing_repo.path / "pins" / "fixtures.json", lambda d: d.update(files={}))
 
@@ -171,12 +172,15 @@ def test_empty_pin_without_fixture_root_is_not_applicable(
     _commit(billing_repo, "no fixtures")
     run = gate.check(billing_repo, "prorate_refactor.patch")
     r = run.receipt
-    assert run.code == 0, run.stdout + run.stderr
+    assert run.code == 1, run.stdout + run.stderr
     assert (r["fixture_status"], r["posture"], r["admit"]) == (
         "not_applicable",
-        "human_review",
-        True,
+        "reject_credit",
+        False,
     )
+    assert r["coverage"] == 1.0
+    assert r["rejection_codes"] == []
+    assert "commit one fixture that can falsify a claim and pin it" in run.stdout
     pin = json.loads((billing_repo.path / "pins" / "fixtures.json").read_text())
     manifest = Manifest(
         pin_id=pin["pin_id"],

@@ -102,6 +102,13 @@ def test_a_credited_predicate_beside_a_freeze_citation_gets_no_r3(
          "class": "pure_fn", "covers": ["billing.prorate"],
          "command": [*PYTEST, "properties/test_checkout.py::test_prorate_under_checkout_load"]},
     )  # fmt: skip
+    # issue 23: a citation holds only from a test the flake lists
+    flakes = billing_repo.path / "pins" / "flakes.json"
+    doc = json.loads(flakes.read_text())
+    doc["flakes"][0]["tests"].append(
+        "properties/test_checkout.py::test_prorate_under_checkout_load"
+    )
+    flakes.write_text(json.dumps(doc, indent=2))
     _commit(billing_repo, "a quarantined prorate property (FLK-1044)")
     run = gate.check(billing_repo, "prorate_refactor.patch")
     r = run.receipt

@@ -162,3 +162,19 @@ def test_billing_example_matches_its_pin(tmp_path: Path) -> None:
     """examples/billing is consistent with its own fixture pin."""
     billing = Path(__file__).resolve().parents[2] / "examples" / "billing"
     assert _digest(billing / "pins" / "fixtures.json", billing, tmp_path / "fl.json") == 0
+
+
+@pytest.mark.parametrize("pinned", [{}, {"fixtures/a.json": b"x"}])
+def test_a_tree_with_no_fixture_root_is_refused_with_2_and_no_file(
+    tmp_path: Path, pinned: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23: an empty pin on a tree without fixtures/ exited 0 with "status": "match" (a
+    green digest of nothing); it is refused like any other scan problem."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    pin = _write_repo(repo, {}, pinned)
+    out = tmp_path / "out" / "fixture_ledger.json"
+    assert _digest(pin, repo, out) == 2
+    assert "no fixture root fixtures/" in capsys.readouterr().err
+    assert not out.exists()
+    assert not out.parent.exists()

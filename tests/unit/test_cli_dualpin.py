@@ -39,7 +39,14 @@ def test_agreement_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     b = _ledger(tmp_path / "b.json", {"y": "fail", "x": "pass"}, pin="b")
     assert _run(tmp_path, a, b) == 0
     rec = json.loads((tmp_path / "drift.json").read_text())
-    assert rec["kind"] == "drift"
+    # issue 23: the fields of the contract (kind was "drift", no digests at the top)
+    assert rec["kind"] == "dual_pin"
+    assert (rec["left_digest"], rec["right_digest"]) == (
+        json.loads(a.read_text())["fixture_digest"],
+        json.loads(b.read_text())["fixture_digest"],
+    )
+    assert rec["left_digest"] != rec["right_digest"]
+    assert rec["recorded_at"].endswith("Z")
     assert rec["drift"] is False
     assert rec["differing"] == []
     assert rec["left"]["pin_id"] == "a"

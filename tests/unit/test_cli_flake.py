@@ -185,3 +185,23 @@ def test_malformed_run_is_error_1(tmp_path: Path) -> None:
     """A run entry with an unknown outcome is a ledger error (exit 1), not a refusal."""
     argv = _setup(tmp_path, runs=[_run_entry("pass", "", 1) | {"outcome": "maybe"}])
     assert main([*argv, "--clock", CLOCK]) == 1
+
+
+@pytest.mark.parametrize("which", ["--fixture-ledger", "--property-ledger"])
+@pytest.mark.parametrize("form", ["missing", "not json", "a directory", "another record"])
+def test_a_missing_or_unreadable_input_ledger_is_refused_with_3_and_no_file(
+    tmp_path: Path, which: str, form: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23: a missing property ledger exited 1 (an error); it is the refusal, 3."""
+    argv = _setup(tmp_path)
+    path = Path(argv[argv.index(which) + 1])
+    path.unlink()
+    if form == "not json":
+        path.write_text("{")
+    elif form == "a directory":
+        path.mkdir()
+    elif form == "another record":
+        path.write_text(json.dumps({"kind": "drift"}))
+    assert main([*argv, "--clock", CLOCK]) == 3
+    assert which in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

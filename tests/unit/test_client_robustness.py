@@ -47,25 +47,34 @@ def test_out_that_is_a_dangling_link_is_refused(tmp_path: Path) -> None:
         check_out_dir(tmp_path / "l")
 
 
-@pytest.mark.parametrize("inside", ["fixtures", "fixtures/deep/er", "pins", "pins/x"])
+@pytest.mark.parametrize(
+    "inside",
+    ["fixtures", "fixtures/deep/er", "pins", "pins/x", "tests/out", "properties", "x/../pins"],
+)
 def test_out_inside_a_forbidden_directory_is_refused(tmp_path: Path, inside: str) -> None:
-    forbidden = [(tmp_path / "pins", "the pins directory"), (tmp_path / "fixtures", "the tree")]
-    with pytest.raises(UsageError, match="patchgate never writes there"):
-        check_out_dir(tmp_path / inside, forbidden)
+    (tmp_path / "x").mkdir()
+    with pytest.raises(UsageError, match="patchgate never writes where it reads"):
+        check_out_dir(tmp_path / inside, repo=tmp_path)
 
 
 def test_out_through_a_link_into_a_forbidden_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "fixtures").mkdir()
     (tmp_path / "innocent").symlink_to(tmp_path / "fixtures")
     with pytest.raises(UsageError, match="fixture tree"):
-        check_out_dir(tmp_path / "innocent" / "out", [(tmp_path / "fixtures", "the fixture tree")])
+        check_out_dir(tmp_path / "innocent" / "out", repo=tmp_path)
 
 
 def test_out_beside_the_forbidden_directories_is_accepted(tmp_path: Path) -> None:
     (tmp_path / "ledgers").mkdir()
-    forbidden = [(tmp_path / "pins", "the pins directory")]
-    check_out_dir(tmp_path / "ledgers", forbidden)
-    check_out_dir(tmp_path / "pins-not" / "new", forbidden)
+    check_out_dir(tmp_path / "ledgers", repo=tmp_path)
+    check_out_dir(tmp_path / "pins-not" / "new", repo=tmp_path)
+
+
+@pytest.mark.parametrize("where", ["/proc/x", "/sys/y", "/dev/z"])
+def test_out_under_a_kernel_file_system_is_refused(where: str) -> None:
+    """Issue 25: --out /proc/x exited 4 (a write error); it is a usage error, 64."""
+    with pytest.raises(UsageError, match="not a place for output"):
+        check_out_dir(Path(where))
 
 
 # the CLI boundary ------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from client.verdict.credit import (
     NO_MUTANT,
     NO_PROPERTY,
     MutationResult,
-    check_freezes,
     rejection_codes,
     score,
 )
@@ -248,23 +247,6 @@ def test_empty_symbol_list_is_reported_not_passed() -> None:
     r = _score(changed_symbols=())
     assert r.coverage == 0.0
     assert r.notes
-
-
-def test_r4_for_unknown_and_expired_freeze_ids() -> None:
-    problems = check_freezes(
-        {"p.a": ["FLK-404"], "p.b": ["FLK-1"]}, [FLK], dt.datetime(2026, 10, 2, tzinfo=dt.UTC)
-    )
-    assert len(problems) == 2
-    assert "not in the base flake ledger" in problems[0]
-    assert "expired" in problems[1]
-
-
-def test_valid_citation_has_no_r4_problem() -> None:
-    assert check_freezes({"p.a": ["FLK-1"]}, [FLK], CLOCK) == ()
-
-
-def test_expiry_day_itself_is_expired() -> None:
-    assert check_freezes({"p.a": ["FLK-1"]}, [FLK], dt.datetime(2026, 10, 1, 12, tzinfo=dt.UTC))
 
 
 def test_codes_are_ordered_and_unique_across_steps() -> None:

@@ -28,6 +28,7 @@ CLIENT_MAY_IMPORT: dict[str, frozenset[str]] = {
             "client.pinning",
             "client.report",
             "client.errors",
+            "client.outpaths",
         }
     ),
 }

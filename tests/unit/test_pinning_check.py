@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from client.cli import main
 from client.pinning.check import check_tree, covers_problems, schema_problems
 from client.pinning.names import SymbolNames, tree_symbols
 from client.pinning.tree import WorkTree, open_tree
@@ -182,6 +183,11 @@ def test_json_report_shape(lib: Path) -> None:
     """The JSON report lists the problems and the counts."""
     write_pins(lib, [prop("p.a", ["textkit"])])
     data = check_tree(WorkTree(lib)).to_json()
+    (warning,) = data.pop("warnings")  # type: ignore[misc]
+    assert warning.endswith(
+        "p.a (tests/test_core.py::test_x): opaque, earns no credit: "
+        "tests/test_core.py has no test function test_x."
+    )
     assert json.loads(json.dumps(data)) == {
         "ok": True,
         "problems": [],
@@ -190,3 +196,84 @@ def test_json_report_shape(lib: Path) -> None:
         "covers": 1,
         "flakes": 0,
     }
+
+
+# issue 23 item 4: a predicate that cannot fail does not enter the pin ----------------------------
+
+CANNOT_FAIL = """\
+from textkit.core import slugify
+
+
+def test_true():
+    slugify("a")
+    assert True
+
+
+def test_same():
+    x = slugify("a")
+    assert x == x
+
+
+def test_constants():
+    assert 1 < 2
+
+
+def test_fixture():
+    import json
+    assert slugify("a b") == json.load(open("fixtures/words.json"))["words"]
+
+
+def test_real():
+    assert slugify("A b") == "a-b"
+"""
+
+
+@pytest.mark.parametrize("name", ["test_true", "test_same", "test_constants"])
+def test_pin_check_refuses_a_tautology_with_78_naming_the_assertion(
+    lib: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(lib, {"tests/test_cannot.py": CANNOT_FAIL})
+    node = f"tests/test_cannot.py::{name}"
+    write_pins(lib, [prop("p.real", ["textkit.core.slugify"], "tests/test_cannot.py::test_real"),
+                     prop("p.taut", ["textkit.core.slugify"], node)])  # fmt: skip
+    assert main(["pin", "check", "--repo", str(lib)]) == 78
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if "p.taut" in x]
+    assert "cannot fail (tautology)" in line
+    assert "line " in line  # the assertion, by its line
+    assert node in line
+    assert "p.real" not in err
+
+
+def test_pin_check_warns_of_fixture_equality_and_opaque_tests_and_passes(
+    lib: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(lib, {"tests/test_cannot.py": CANNOT_FAIL})
+    write_pins(lib, [
+        prop("p.fx", ["textkit.core.slugify"], "tests/test_cannot.py::test_fixture"),
+        prop("p.none", ["textkit.core.slugify"], "tests/test_cannot.py::test_missing"),
+        prop("p.real", ["textkit.core.slugify"], "tests/test_cannot.py::test_real"),
+    ])  # fmt: skip
+    assert main(["pin", "check", "--repo", str(lib)]) == 0
+    captured = capsys.readouterr()
+    warnings = [x for x in captured.err.splitlines() if x.startswith("patchgate: warning:")]
+    assert len(warnings) == 2
+    assert "p.fx" in warnings[0]
+    assert "fixture_eq" in warnings[0]
+    assert "p.none" in warnings[1]
+    assert "opaque" in warnings[1]
+    assert "pins OK" in captured.out
+
+
+def test_pin_check_reads_review_by_and_accepted_in_of_the_flake_pin(lib: Path) -> None:
+    """Issue 23: the flake pin's review_by and accepted_in are known fields, checked."""
+    flake = {"id": "FLK-1", "signature": "E", "opened_on": "2026-09-02",
+             "expires_on": "2026-10-16", "tests": ["tests/test_core.py::test_count"]}  # fmt: skip
+    write_pins(lib, [], flakes={"flakes": [{**flake, "review_by": "2026-09-30",
+                                            "accepted_in": "4f3dbb7"}]})  # fmt: skip
+    assert check_tree(WorkTree(lib)).ok
+    write_pins(lib, [], flakes={"flakes": [{**flake, "review_by": "2026-09-01",
+                                            "accepted_in": "a b"}]})  # fmt: skip
+    problems = check_tree(WorkTree(lib)).problems
+    assert any("review_by" in p and "earlier than opened_on" in p for p in problems), problems
+    assert any("accepted_in" in p for p in problems), problems

@@ -145,6 +145,10 @@ def test_property_refusals(props: list[dict[str, Any]], why: str) -> None:
         ({"opened_on": "02/09/2026"}, "YYYY-MM-DD"),
         ({"expires_on": "2026-01-01"}, "earlier than opened_on"),
         ({"tests": []}, "tests"),
+        ({"review_by": "2026-09-01"}, "review_by: earlier than opened_on"),
+        ({"review_by": "soon"}, "review_by: required, a date"),
+        ({"accepted_in": ""}, "accepted_in"),
+        ({"accepted_in": "main branch"}, "accepted_in: a revision"),
     ],
 )
 def test_flake_refusals(over: dict[str, Any], why: str) -> None:
@@ -234,3 +238,19 @@ def test_property_with_one_junk_field_raises_pin_error(key: str, junk: object) -
     raw = json.dumps({"properties": [_prop(**{key: junk})]}).encode()
     with contextlib.suppress(PinError):
         parse_properties(raw, "p", _fp())
+
+
+def test_flake_review_by_and_accepted_in_are_read_and_review_by_bounds_validity() -> None:
+    """Issue 23: the flake pin has a place for review_by and accepted_in; a flake is valid only
+    before review_by (when given) as before expires_on."""
+    import datetime as dt  # noqa: PLC0415
+
+    item = {"id": "F", "signature": "s", "opened_on": "2026-09-02", "expires_on": "2026-10-16",
+            "tests": ["t"], "review_by": "2026-09-20", "accepted_in": "4f3dbb7"}  # fmt: skip
+    (flake,) = parse_flakes(json.dumps({"flakes": [item]}).encode(), "flakes.json")
+    assert (flake.review_by, flake.accepted_in) == (dt.date(2026, 9, 20), "4f3dbb7")
+    at = lambda day: dt.datetime(2026, 9, day, 12, tzinfo=dt.UTC)  # noqa: E731
+    assert flake.valid_at(at(19))
+    assert flake.open_at(at(19))
+    assert not flake.valid_at(at(20))
+    assert not flake.open_at(at(1))

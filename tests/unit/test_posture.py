@@ -27,6 +27,8 @@ def _merge(**kw: object):  # type: ignore[no-untyped-def]
         ({"local_transport": True}, "local_transport", "unavailable", 4),
         ({"codes": ["R9"]}, "drift", "reject_fixture_drift", 3),
         ({"property_misses": ["p"]}, "property_miss", "reject_property_miss", 1),
+        ({"no_fixtures": True}, "no_fixtures", "reject_credit", 1),
+        ({"no_fixtures": True, "flake_observed": True}, "no_fixtures", "reject_credit", 1),
         ({"coverage": 0.5, "codes": ["R1", "R5"]}, "credit", "reject_credit", 1),
         ({"changed_symbols": 0}, "credit", "reject_credit", 1),
         ({"suite_passed": False}, "credit", "reject_credit", 1),

@@ -162,7 +162,8 @@ def test_admit_without_what_it_needs_is_a_contradiction() -> None:
     assert any("admit is true" in p for p in receipt_problems(r))
 
 
-def test_an_admitting_receipt_with_not_applicable_fixtures_is_consistent() -> None:
+def test_an_admitting_receipt_with_not_applicable_fixtures_is_a_contradiction() -> None:
+    """Issue 23: no fixtures, no admit (this receipt was consistent before)."""
     r = _receipt(
         credits={"billing.prorate": 1, "billing.invoice_total": 1},
         coverage=1.0,
@@ -175,7 +176,7 @@ def test_an_admitting_receipt_with_not_applicable_fixtures_is_consistent() -> No
             for s in ("billing.prorate", "billing.invoice_total")
         },
     )
-    assert receipt_problems(r) == []
+    assert any("admit is true" in p for p in receipt_problems(r))
 
 
 def test_a_v1_receipt_is_not_held_to_the_v2_rules() -> None:

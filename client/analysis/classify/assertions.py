@@ -48,6 +48,7 @@ __all__ = [
     "classify_properties",
     "classify_property",
     "classify_source",
+    "file_citations",
     "flake_ids_in",
 ]
 
@@ -71,6 +72,8 @@ class AssertionReport:
     predicate_hash: str
     freeze_ids: tuple[str, ...]
     detail: str
+    #: The skip/xfail texts (marker or call reasons) that cite a flake id, in source order.
+    citations: tuple[str, ...] = ()
 
 
 def flake_ids_in(values: Sequence[str]) -> tuple[str, ...]:
@@ -158,8 +161,10 @@ def classify_source(
     func, scopes = found
     try:
         assertion_class, freeze_ids, detail = _judge(tree, func, scopes, modules)
+        texts = _citation_texts(func, scopes)
     except RecursionError:  # fail closed: no credit, and the predicate hash still pins the test
         assertion_class, freeze_ids, detail = "opaque", (), "it is nested too deeply to judge."
+        texts = ()
     return AssertionReport(
         property_id=property_id,
         node_id=node_id,
@@ -168,6 +173,7 @@ def classify_source(
         assertion_class=assertion_class,
         predicate_hash=hashlib.sha256(_segment(lines, func).encode()).hexdigest(),
         freeze_ids=freeze_ids,
+        citations=texts,
         detail=detail,
     )
 
@@ -333,6 +339,34 @@ def _strings(node: ast.AST) -> list[str]:
     return [
         n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
     ]
+
+
+def _citation_texts(func: _Func, scopes: list[ast.AST]) -> tuple[str, ...]:
+    """Every skip/xfail text (of a marker or a call) of ``func`` that cites a flake id."""
+    texts = [s for _, strings in (*_markers(func, scopes), *_skip_calls(func)) for s in strings]
+    return tuple(dict.fromkeys(t for t in texts if flake_ids_in([t])))
+
+
+def file_citations(raw: bytes, test_file: str) -> dict[str, tuple[str, ...]]:
+    """Node id -> the citing texts of each test function of a test file (module-level
+    ``test_*`` functions and ``test_*`` methods of ``Test*`` classes) that cites a flake id. A
+    file that does not parse cites nothing (the oracle and harness rules judge it)."""
+    try:
+        tree = ast.parse(raw)
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[str, tuple[str, ...]] = {}
+
+    def visit(body: list[ast.stmt], scopes: list[ast.AST], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, _Func) and node.name.startswith("test"):
+                if texts := _citation_texts(node, scopes):
+                    found[f"{prefix}::{node.name}"] = texts
+            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                visit(node.body, [*scopes, node], f"{prefix}::{node.name}")
+
+    visit(tree.body, [tree], test_file)
+    return found
 
 
 def _markers(func: _Func, scopes: list[ast.AST]) -> list[tuple[str, list[str]]]:
