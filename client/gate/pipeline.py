@@ -251,11 +251,8 @@ class _Check:
 
     def run(self, patch: bytes, provenance_problem: str | None = None) -> CheckResult:
         s, st, ws = self.s, self.st, self.ws
-        pins = base_pins(s.repo, ws.base_rev)
+        pins = steps.resolve_pins(ws, base_pins(s.repo, ws.base_rev))  # unknown covers: 78
         changed = steps.changed(ws, pins)
-        unknown = steps.unknown_covers(ws, pins)
-        for entry in unknown:
-            self.say(f"warning: covers entry names no symbol of the base tree: {entry}")
         st.symbols, st.excluded = changed.symbols, changed.excluded_paths
         self.sites = locate(ws, pins, st.symbols)
         st.seen = Evidence(
@@ -313,7 +310,6 @@ class _Check:
             assertion_classes=classes,
             changed_symbols=st.symbols,
             notes=sig.notes,
-            unknown_covers=unknown,
             quarantined=held,
         )
         admission.to_record().write(s.out / FILE_NAMES["admission"])

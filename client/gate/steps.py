@@ -5,6 +5,7 @@ Each returns what it found; each writes its own file only when the step complete
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -14,8 +15,9 @@ from typing import Any
 
 from client.analysis.classify.assertions import AssertionReport, classify_properties
 from client.analysis.mutation.introspection import introspection_added
+from client.analysis.patch.covers import base_names, resolve_covers
 from client.analysis.patch.roles import layout_of
-from client.analysis.patch.touched import Touched, base_symbols, judge
+from client.analysis.patch.touched import Touched, judge
 from client.gate.runs import durations
 from client.gate.runs.execution import LaneResult, run_lane
 from client.gate.runs.targets import Target, targeted_connect
@@ -30,6 +32,8 @@ from patchgate.envelope import Envelope
 from patchgate.errors import (
     EnvelopeError,
     FixtureScanError,
+    PinError,
+    PinErrors,
     RefusedError,
     TransportError,
     UsageError,
@@ -55,8 +59,8 @@ __all__ = [
     "fixture_step",
     "oracle_and_pins",
     "read_patch",
+    "resolve_pins",
     "signature_step",
-    "unknown_covers",
     "write_flake_ledger",
     "write_freeze_proposals",
     "write_json",
@@ -91,10 +95,16 @@ def changed(ws: Workspace, pins: PinSet) -> Touched:
     return judge(ws.changes(), layout, ws.read_base, ws.read_patched)
 
 
-def unknown_covers(ws: Workspace, pins: PinSet) -> tuple[str, ...]:
-    """``property id: entry`` for each ``covers`` entry that names no symbol of the base tree."""
-    names = base_symbols(layout_of(ws.base_dir, pins), ws.base_dir)
-    return tuple(f"{p.id}: {c}" for p in pins.properties for c in p.covers if c not in names)
+def resolve_pins(ws: Workspace, pins: PinSet) -> PinSet:
+    """``pins`` with every ``covers`` entry resolved in the base tree, by kind
+    (:mod:`client.analysis.patch.covers`); an entry that names nothing there, or two things, is a
+    pin error (``PinErrors``: every such entry, with the nearest name; ``check`` exits 78)."""
+    names = base_names(layout_of(ws.base_dir, pins), ws.base_dir)
+    properties, problems = resolve_covers(pins.properties, names)
+    if problems:
+        where = pins.config.pin_paths[1]
+        raise PinErrors([PinError(where, "covers", p) for p in problems])
+    return dataclasses.replace(pins, properties=properties)
 
 
 def introspection(ws: Workspace, *, shown: int = 5) -> str:

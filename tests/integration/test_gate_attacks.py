@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,13 +106,15 @@ def test_attack_corpus_entry(
     assert [p for p in changed if not _named(receipt, p)] == [], where
 
 
-def test_a_covers_entry_naming_nothing_is_listed_on_stderr_and_in_admission(
+def test_a_covers_entry_naming_nothing_is_a_configuration_error(
     attack_gate: Gate, bases: dict[str, Path], tmp_path: Path
 ) -> None:
+    """``check`` and ``pin check`` both exit 78 and name the entry and the nearest name (issue
+    22, item 1): it used to be a warning, and covered a function a patch added under that name."""
     repo = tmp_path / "repo"
     shutil.copytree(bases["textkit"], repo, symlinks=True)
     props = repo / "pins" / "properties.json"
-    props.write_text(props.read_text().replace('"textkit"\n', '"textkit.nothing_here"\n', 1))
+    props.write_text(props.read_text().replace('"textkit"\n', '"textkit.sub.word"\n', 1))
     subprocess.run(
         ["git", "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qam", "typo"],
         cwd=repo, check=True,
@@ -119,6 +122,14 @@ def test_a_covers_entry_naming_nothing_is_listed_on_stderr_and_in_admission(
     run = attack_gate.check(
         BillingRepo(repo), CORPUS / "patches" / "control_textkit_refactor.patch"
     )
-    entry = "textkit.words_not_empty: textkit.nothing_here"
-    assert f"covers entry names no symbol of the base tree: {entry}" in run.stderr
-    assert run.file("admission.json")["unknown_covers"] == [entry]
+    assert run.code == 78, run.stdout + run.stderr
+    assert "covers entry 'textkit.sub.word' names no symbol of the base tree" in run.stderr
+    assert "did you mean textkit.sub.words?" in run.stderr
+    assert "receipt.json" not in run.files()  # nothing scored
+    pin = subprocess.run(
+        [str(Path(sys.executable).parent / "patchgate"), "pin", "check", "--repo", str(repo),
+         "--rev", "HEAD"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert pin.returncode == 78, pin.stdout + pin.stderr
+    assert "'textkit.sub.word' names no symbol" in pin.stdout + pin.stderr

@@ -21,6 +21,7 @@ from client.analysis.patch.roles import layout_of
 from client.analysis.patch.touched import Touched, judge
 from client.gate import steps
 from client.gate.workspace import PatchApplyError, Workspace, materialize
+from patchgate.errors import PinErrors
 from patchgate.pins import DirSource, load_pins
 from tests.attacks.repos import CORPUS, REPOS, Entry, build, entries, git
 
@@ -152,7 +153,7 @@ def test_a_symlink_outside_the_source_is_harness(repos: dict[str, Path]) -> None
     assert t.oracle_moves == ("billing2",)
 
 
-def test_unknown_covers_are_listed(repos: dict[str, Path], tmp_path: Path) -> None:
+def test_unknown_covers_are_a_pin_error(repos: dict[str, Path], tmp_path: Path) -> None:
     repo = tmp_path / "r"
     shutil.copytree(repos["textkit"], repo)
     props = repo / "pins/properties.json"
@@ -163,9 +164,11 @@ def test_unknown_covers_are_listed(repos: dict[str, Path], tmp_path: Path) -> No
     patch = (
         Path(__file__).parents[1] / "attacks/patches/control_textkit_refactor.patch"
     ).read_bytes()
-    with materialize(repo, "HEAD", patch) as ws:
-        unknown = steps.unknown_covers(ws, load_pins(DirSource(ws.base_dir)))
-    assert unknown == ("textkit.slug_clean: textkit.core.slugify_all",)
+    with materialize(repo, "HEAD", patch) as ws, pytest.raises(PinErrors) as err:
+        steps.resolve_pins(ws, load_pins(DirSource(ws.base_dir)))
+    assert "textkit.slug_clean: covers entry 'textkit.core.slugify_all' names no symbol" in str(
+        err.value
+    )
 
 
 # -- the property: for any patch git accepts, every changed path is named ---------------------
