@@ -273,6 +273,38 @@ def _billing_weak(dest: Path) -> None:
     )
 
 
+#: The classifier's constant forms (issue 22, item 5), one pinned property each: the truth of
+#: none depends on what prorate returned, so each is a tautology refused for a changed prorate.
+CONSTANT_FORMS = {
+    "form.bitor_true": "(prorate(Decimal('10.00'), -5, 30) >= 0) | True",
+    "form.or_true": "prorate(Decimal('10.00'), -5, 30) or True",
+    "form.isinstance_object": "isinstance(prorate(Decimal('10.00'), -5, 30), object)",
+    "form.in_true_false": "(prorate(Decimal('10.00'), -5, 30) >= 0) in (True, False)",
+    "form.both_sides": "share >= 0 or share < 0",
+    "form.approx_huge": "float(share) == pytest.approx(0, abs=1e300)",
+    "form.max_floor": "max(float(share), 0) >= 0",
+    "form.isfinite_constant": "math.isfinite(1)",
+}
+CONSTANT_HEADER = """
+
+import math
+
+import pytest
+"""
+
+
+def _billing_constant_forms(dest: Path) -> None:
+    """billing.prorate covered only by the constant forms of :data:`CONSTANT_FORMS`."""
+    source = CONSTANT_HEADER + "".join(
+        f"\n\ndef test_{pid.split('.')[1]}():\n"
+        "    share = prorate(Decimal('10.00'), -5, 30)\n"
+        f"    assert {form}\n"
+        for pid, form in CONSTANT_FORMS.items()
+    )
+    nodes = {pid: f"test_{pid.split('.')[1]}" for pid in CONSTANT_FORMS}
+    _only_covers_prorate(dest, source, nodes)
+
+
 REPOS = {
     "billing": _billing,
     "billing_flaky": _billing_flaky,
@@ -280,6 +312,7 @@ REPOS = {
     "billing_vacuous": _billing_vacuous,
     "billing_opaque": _billing_opaque,
     "billing_weak": _billing_weak,
+    "billing_constant_forms": _billing_constant_forms,
 }
 
 

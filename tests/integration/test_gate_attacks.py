@@ -102,6 +102,10 @@ def test_attack_corpus_entry(
     assert set(entry.get("symbols", [])) <= set(receipt["changed_symbols"]), where  # type: ignore[arg-type]
     for symbol, why in dict(entry.get("uncredited", {})).items():  # type: ignore[call-overload]
         assert why in receipt["uncredited"].get(symbol, ""), where
+    if "refused" in entry:  # one admission.json shows every property of the batch refused
+        reasons = " ".join(run.file("admission.json")["reasons"])
+        for pid in entry["refused"]:  # type: ignore[attr-defined]
+            assert f"{pid} covers billing.prorate but its assertions are tautological" in reasons
     changed = _changed_paths(repo, entry.patch, tmp_path)
     assert [p for p in changed if not _named(receipt, p)] == [], where
 
