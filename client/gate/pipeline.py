@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.gate import steps
+from client.gate.attributes import patch_git_metadata
 from client.gate.evidence import locate_properties, symbol_locations, write_run_logs
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
 from client.gate.runs.execution import LaneResult
@@ -270,7 +271,13 @@ class _Check:
         st.freeze_problems = oracle.freeze_problems
         # Incomplete provenance, or compiled or binary code (unreviewable, whatever else it did):
         # reject_provenance, with every static finding listed.
-        stops = [*([provenance_problem] if provenance_problem else []), *oracle.unreviewable]
+        # .gitattributes, .gitmodules or a gitlink: the tree scored would not be the tree merged
+        git_meta = patch_git_metadata(ws.changes(), patch, ws.base_dir, ws.patched_dir)
+        stops = [
+            *([provenance_problem] if provenance_problem else []),
+            *oracle.unreviewable,
+            *git_meta,
+        ]
         if stops:
             st.codes = rejection_codes(
                 freeze_problems=oracle.freeze_problems,
@@ -393,6 +400,9 @@ class _Check:
             flakes=pins.flakes,
             clock=self.clock,
             changed_symbols=st.symbols,
+            # property id -> production modules its runs imported, from the judge's records
+            # (issue 20); None: no trustworthy record, so no excuse for changed production code
+            imported=None,
         )
         observations, mismatches = flakes.observations, flakes.problems
         st.reasons.extend([*mismatches, *flakes.refused])

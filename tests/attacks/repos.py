@@ -176,6 +176,37 @@ def _billing_flaky(dest: Path) -> None:
     pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
+CHECKOUT_IMPORT_TEST = '''\
+"""The test FLK-1044 names: it checks the checkout worker, and prorates a batch at import."""
+
+from decimal import Decimal
+
+from billing import prorate
+from billing.checkout import drain_worker
+
+BATCH = prorate(Decimal("10.00"), 7777, 7777)  # module code of the test: runs at collection
+
+
+def test_worker_drain():
+    assert drain_worker(["A-1", "A-2", "A-3"], 2) == ["A-1", "A-2"]
+'''
+
+
+def _billing_flaky_import(dest: Path) -> None:
+    """billing, plus a pinned property on FLK-1044's listed test that covers only
+    billing.checkout.drain_worker, and whose test module calls billing.prorate at import."""
+    _billing(dest)
+    (dest / "tests" / "test_checkout.py").write_text(CHECKOUT_IMPORT_TEST, encoding="utf-8")
+    pins = dest / "pins" / "properties.json"
+    doc = json.loads(pins.read_text(encoding="utf-8"))
+    doc["properties"].append({
+        "id": "checkout.worker_drain", "claim": "the worker drains", "class": "pure_fn",
+        "covers": ["billing.checkout.drain_worker"],
+        "command": [*PYTEST, "tests/test_checkout.py::test_worker_drain"],
+    })  # fmt: skip
+    pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
 VACUOUS_TESTS = """
 
 DEBUG = False
@@ -308,6 +339,7 @@ def _billing_constant_forms(dest: Path) -> None:
 REPOS = {
     "billing": _billing,
     "billing_flaky": _billing_flaky,
+    "billing_flaky_import": _billing_flaky_import,
     "textkit": _textkit,
     "billing_vacuous": _billing_vacuous,
     "billing_opaque": _billing_opaque,

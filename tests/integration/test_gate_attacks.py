@@ -102,6 +102,8 @@ def test_attack_corpus_entry(
     assert set(entry.get("symbols", [])) <= set(receipt["changed_symbols"]), where  # type: ignore[arg-type]
     for symbol, why in dict(entry.get("uncredited", {})).items():  # type: ignore[call-overload]
         assert why in receipt["uncredited"].get(symbol, ""), where
+    if "reason" in entry:
+        assert any(str(entry["reason"]) in r for r in run.file("admission.json")["reasons"]), where
     if "refused" in entry:  # one admission.json shows every property of the batch refused
         reasons = " ".join(run.file("admission.json")["reasons"])
         for pid in entry["refused"]:  # type: ignore[attr-defined]
@@ -137,3 +139,33 @@ def test_a_covers_entry_naming_nothing_is_a_configuration_error(
     )  # fmt: skip
     assert pin.returncode == 78, pin.stdout + pin.stderr
     assert "'textkit.sub.word' names no symbol" in pin.stdout + pin.stderr
+
+
+def test_a_base_whose_attributes_change_scored_bytes_is_a_configuration_error(
+    attack_gate: Gate, bases: dict[str, Path], tmp_path: Path
+) -> None:
+    """A base ``.gitattributes`` with ``export-subst`` on production code: checkout and export of
+    the merged commit differ from the blobs the gate scores, so ``check`` exits 78 naming the file
+    and the attribute (issue 22, item 4); plain ``text eol=lf`` is fine (the control)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(bases["textkit"], repo, symlinks=True)
+    attrs = repo / ".gitattributes"
+    attrs.write_text("* text eol=lf\nsrc/textkit/core.py export-subst\n", encoding="utf-8")
+    subprocess.run(["git", "add", ".gitattributes"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qm", "attrs"],
+        cwd=repo, check=True,
+    )  # fmt: skip
+    patch = CORPUS / "patches" / "control_textkit_refactor.patch"
+    run = attack_gate.check(BillingRepo(repo), patch)
+    assert run.code == 78, run.stdout + run.stderr
+    assert "src/textkit/core.py: the base's .gitattributes (line 2) gives it export-subst" in (
+        run.stderr
+    )
+    attrs.write_text("* text eol=lf\n", encoding="utf-8")
+    subprocess.run(
+        ["git", "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qam", "lf only"],
+        cwd=repo, check=True,
+    )  # fmt: skip
+    control = attack_gate.check(BillingRepo(repo), patch)
+    assert control.code == 0, control.stdout + control.stderr
