@@ -41,6 +41,9 @@ from patchgate.pins import PinSet, PropertyPin
 
 __all__ = ["CheckResult", "remote_not_run", "run_check"]
 
+CHANGED_INPUT = (
+    "a changed data input a run may read: bytes, not code; no property can earn credit for it (R1)"
+)
 # Fixture statuses whose suite may be signed and run: ``not_applicable`` (an empty pin and no
 # fixture root) counts as a match, the signed manifest still pins seed, bound and commands.
 _SCORABLE = ("match", "not_applicable")
@@ -67,6 +70,8 @@ class _State:
     decision: str = ""
     symbols: tuple[str, ...] = ()
     excluded: tuple[str, ...] = ()
+    #: changed data files no trustworthy record shows read (``data:<path>``): never credit
+    changed_inputs: tuple[str, ...] = ()
     codes: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     fixture_status: str = ""
@@ -120,6 +125,10 @@ def _static_findings(st: _State, facts: Facts) -> Facts:
 def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
     if not st.scored:
         facts = _static_findings(st, facts)
+    if st.changed_inputs:  # a changed data input never earns credit (docs/gate-analysis.md)
+        st.uncredited.update((i, CHANGED_INPUT) for i in st.changed_inputs)
+        st.codes = rejection_codes(symbol_codes=[*st.codes, "R1"])
+        facts = dataclasses.replace(facts, codes=st.codes)
     if s.override_by is not None:
         st.reasons.append(
             f"override by {s.override_by}: {s.override_reason} (recorded in the receipt, never "
@@ -134,6 +143,7 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         admit=verdict.admit,
         changed_symbols=st.symbols,
         excluded_paths=st.excluded,
+        changed_inputs=st.changed_inputs,
         credits=st.credits,
         coverage=st.coverage,
         uncredited=st.uncredited,
@@ -266,8 +276,13 @@ class _Check:
         st.citations = {p: r.freeze_ids for p, r in reports.items() if r.freeze_ids}
         classes = {pid: r.assertion_class for pid, r in reports.items()}
         st.properties, st.classes = pins.properties, classes
-        oracle = steps.oracle_and_pins(changed, pins, reports, base_reports, self.clock)
+        # opened_paths: what the judge's audit hook saw the runs open or list (issue 20); None:
+        # no trustworthy record, so every changed non-source, non-fixture file is R7
+        oracle = steps.oracle_and_pins(
+            changed, pins, reports, base_reports, self.clock, opened_paths=None
+        )
         st.reasons.extend(oracle.reasons)
+        st.changed_inputs = oracle.changed_inputs
         st.freeze_problems = oracle.freeze_problems
         # Incomplete provenance, or compiled or binary code (unreviewable, whatever else it did):
         # reject_provenance, with every static finding listed.

@@ -17,7 +17,7 @@ from client.analysis.classify.assertions import AssertionReport, classify_proper
 from client.analysis.mutation.introspection import introspection_added
 from client.analysis.patch.covers import base_names, resolve_covers
 from client.analysis.patch.roles import layout_of
-from client.analysis.patch.touched import Touched, judge
+from client.analysis.patch.touched import Touched, judge, read_inputs
 from client.gate.runs import durations
 from client.gate.runs.execution import LaneResult, run_lane
 from client.gate.runs.targets import Target, targeted_connect
@@ -146,6 +146,8 @@ class OracleResult:
     reasons: tuple[str, ...]
     #: One line per compiled or binary file in the patch; non-empty means ``reject_provenance``.
     unreviewable: tuple[str, ...] = ()
+    #: Changed data files no trustworthy record shows read: ``data:<path>`` (never credit).
+    changed_inputs: tuple[str, ...] = ()
 
 
 def oracle_and_pins(
@@ -154,9 +156,17 @@ def oracle_and_pins(
     reports: Mapping[str, AssertionReport],
     base_reports: Mapping[str, AssertionReport],
     clock: dt.datetime,
+    *,
+    opened_paths: frozenset[str] | None = None,
 ) -> OracleResult:
-    """Harness or oracle touched, or a pinned predicate moved (R7); pins or the gate's
-    configuration edited, or freeze ids added (R8); bad citations (R4); compiled code."""
+    """Harness or oracle touched, a pinned predicate moved, or a changed file that is neither
+    production source nor a pinned fixture that a run may read (R7); pins or the gate's
+    configuration edited, or freeze ids added (R8); bad citations (R4); compiled code.
+
+    ``opened_paths``: the repository paths the judge's audit hook saw any property's run open or
+    list (issue 20); None — every run today — is no trustworthy record: every such changed file
+    is then R7 (:func:`client.analysis.patch.touched.read_inputs`)."""
+    inputs = read_inputs(touched.unscored_inputs(pins.config.fixture_root), opened_paths)
     moved = touched.oracle_moves
     predicates = sorted(
         pid
@@ -175,6 +185,11 @@ def oracle_and_pins(
     citations = {pid: r.freeze_ids for pid, r in reports.items() if r.freeze_ids}
     problems = check_freezes(citations, pins.flakes, clock)
     reasons = [f"R7 oracle moved: {', '.join(moved)}"] if moved else []
+    if inputs.oracle:
+        reasons.append(
+            f"R7 a changed file that is neither production source nor a pinned fixture is an "
+            f"oracle input ({inputs.why}): {', '.join(inputs.oracle)}"
+        )
     if predicates:
         reasons.append(f"R7 pinned predicate changed: {', '.join(predicates)}")
     if pin_files:
@@ -183,11 +198,12 @@ def oracle_and_pins(
         reasons.append(f"R8 freeze ids added by the patch: {', '.join(added)}")
     reasons.extend(f"R4 {p}" for p in problems)
     return OracleResult(
-        oracle_moved=bool(moved or predicates),
+        oracle_moved=bool(moved or predicates or inputs.oracle),
         pin_mutation=bool(pin_files or added),
         freeze_problems=problems,
         reasons=tuple(reasons),
         unreviewable=tuple(f"compiled or binary code in the patch: {p}" for p in touched.compiled),
+        changed_inputs=tuple(f"data:{p}" for p in inputs.data),
     )
 
 

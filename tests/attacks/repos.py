@@ -279,6 +279,36 @@ def _only_covers_prorate(dest: Path, source: str, nodes: dict[str, str]) -> None
     pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
+TABLE_TESTS = """
+
+import json
+from pathlib import Path
+
+TABLE = Path(__file__).resolve().parents[1] / "data" / "prorate_table.json"
+
+
+def test_prorate_table():
+    for row in json.loads(TABLE.read_text(encoding="utf-8")):
+        share = prorate(Decimal(row["amount"]), row["used"], row["period"])
+        assert share >= 0
+        assert share == Decimal(row["expected"])
+"""
+PRORATE_TABLE = [
+    {"amount": "30.00", "used": 10, "period": 30, "expected": "10.00"},
+    {"amount": "30.00", "used": -5, "period": 30, "expected": "0.00"},
+    {"amount": "30.00", "used": 45, "period": 30, "expected": "30.00"},
+]
+
+
+def _billing_data_table(dest: Path) -> None:
+    """billing.prorate covered only by a property whose expected values come from data/, a file
+    neither under the fixture root nor an oracle path (issue 22, item 3)."""
+    _only_covers_prorate(dest, TABLE_TESTS, {"prorate.table": "test_prorate_table"})
+    (dest / "data").mkdir()
+    table = json.dumps(PRORATE_TABLE, indent=1) + "\n"
+    (dest / "data" / "prorate_table.json").write_text(table, encoding="utf-8")
+
+
 def _billing_vacuous(dest: Path) -> None:
     """billing.prorate covered only by properties that cannot fail (a tuple, an if DEBUG)."""
     nodes = {"prorate.tuple": "test_prorate_tuple", "prorate.if_debug": "test_prorate_if_debug"}
@@ -345,6 +375,7 @@ REPOS = {
     "billing_opaque": _billing_opaque,
     "billing_weak": _billing_weak,
     "billing_constant_forms": _billing_constant_forms,
+    "billing_data_table": _billing_data_table,
 }
 
 

@@ -102,6 +102,8 @@ def test_attack_corpus_entry(
     assert set(entry.get("symbols", [])) <= set(receipt["changed_symbols"]), where  # type: ignore[arg-type]
     for symbol, why in dict(entry.get("uncredited", {})).items():  # type: ignore[call-overload]
         assert why in receipt["uncredited"].get(symbol, ""), where
+    if "reason_in" in entry:
+        assert str(entry["reason_in"]) in run.stdout + run.stderr, where
     if "reason" in entry:
         assert any(str(entry["reason"]) in r for r in run.file("admission.json")["reasons"]), where
     if "refused" in entry:  # one admission.json shows every property of the batch refused
