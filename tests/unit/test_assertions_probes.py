@@ -120,3 +120,18 @@ def test_assert_true_call_forms_too() -> None:
         names=["T", "test_it"],
     )  # fmt: skip
     assert got.assertion_class == "tautology", got.detail
+
+
+@pytest.mark.parametrize(
+    ("expr", "wanted"),
+    [
+        ("round(f(x), k) >= 0", False),  # k probed to -1e15: round would compute 10**10**15
+        ("round(1, -(10**15)) == 0", False),  # refused by the evaluator: not decided, no hang
+        ("round(f(x), 2) >= 0 or True", True),
+        ("(f(x) * 10**15) % 7 >= 0 or True", False),  # a power: not modelled, never vacuous
+        ("A >= 0 or A < 0", False),  # a name bound to itself: unknown, not a tautology
+    ],
+)
+def test_the_evaluator_bounds_what_test_text_can_make_it_compute(expr: str, wanted: bool) -> None:
+    names = Names(constants={"A": ast.parse("A", mode="eval").body})
+    assert vacuous(ast.parse(expr, mode="eval").body, names) is wanted

@@ -83,12 +83,19 @@ _CALLS: dict[str, Callable[..., Any]] = {
     "min": min,
     "len": len,
     "bool": bool,
-    "round": round,
+    "round": lambda x, n=None: round(x, _digits(n)) if n is not None else round(x),
     "math.isfinite": math.isfinite,
     "math.isinf": math.isinf,
     "math.isnan": math.isnan,
     "math.fabs": math.fabs,
 }
+
+
+def _digits(n: Any) -> int:
+    """``round``'s ndigits, bounded: ``round(1, -10**15)`` would compute ``10**10**15``."""
+    if not isinstance(n, int) or isinstance(n, bool) or abs(n) > 100:
+        raise TypeError("ndigits out of the evaluator's range")
+    return n
 
 
 class _Unknown(Exception):
