@@ -254,6 +254,9 @@ class Receipt(Record):
     posture: str = ""
     changed_symbols: list[str] = field(default_factory=list)
     excluded_paths: list[str] = field(default_factory=list)
+    #: changed data files a run may read that no trustworthy record shows read: ``data:<path>``
+    #: (each also in ``uncredited``; never credit)
+    changed_inputs: list[str] = field(default_factory=list)
     credits: dict[str, int] = field(default_factory=dict)
     coverage: float = 0.0
     uncredited: dict[str, str] = field(default_factory=dict)
@@ -288,6 +291,7 @@ class Receipt(Record):
         v2_only = (
             "uncredited", "evidence", "flake_observations", "dual_pin", "override", "mutation",
             "environment",
+            "changed_inputs",
         )  # fmt: skip
         if receipt.schema == RECEIPT_V1 and isinstance(obj, dict) and set(v2_only) & set(obj):
             raise LedgerError(f"Receipt: a {RECEIPT_V1} receipt has no {', '.join(v2_only)}")

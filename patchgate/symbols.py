@@ -15,7 +15,10 @@ module (one name the patch changed in two modules) by nothing (fail closed).
 
 from __future__ import annotations
 
-__all__ = ["MODULE_PREFIX", "Symbol", "covers", "module_of"]
+__all__ = ["KINDS", "MODULE_PREFIX", "Cover", "Symbol", "covers", "module_of"]
+
+#: What a ``covers`` entry can name in the base tree.
+KINDS = ("module", "class", "function")
 
 MODULE_PREFIX = "module:"
 
@@ -40,6 +43,28 @@ class Symbol(str):
         return (Symbol, (str(self), self.module))
 
 
+class Cover(str):
+    """A ``covers`` entry resolved in the base tree: the ``kind`` it names there (``module``,
+    ``class`` or ``function``, a method included), the ``module`` that defines it and its
+    ``qualname`` in that module (``""`` for a module). ``Cover("billing.prorate", "function",
+    "billing", "prorate")`` covers the function ``prorate`` of ``billing/__init__.py`` and what is
+    defined inside it, never a module ``billing/prorate.py`` a patch adds under that name."""
+
+    kind: str
+    module: str
+    qualname: str
+
+    def __new__(cls, text: str, kind: str, module: str, qualname: str = "") -> Cover:
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind of a covers entry: {kind!r}")
+        self = super().__new__(cls, text)
+        self.kind, self.module, self.qualname = kind, module, qualname
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Cover, (str(self), self.kind, self.module, self.qualname))
+
+
 def module_of(symbol: str) -> str | None:
     """The module of ``symbol`` when it is known: a :class:`Symbol`, or a ``module:`` name."""
     if isinstance(symbol, Symbol):
@@ -50,8 +75,14 @@ def module_of(symbol: str) -> str | None:
 
 
 def covers(cover: str, symbol: str) -> bool:
-    """Whether the ``covers`` entry ``cover`` names ``symbol`` (exact; see the module docstring)."""
+    """Whether the ``covers`` entry ``cover`` names ``symbol`` (exact; see the module docstring).
+
+    A :class:`Cover` (resolved in the base, what ``check`` uses) matches by kind: its module must
+    be the symbol's module, and a class or function entry must name the symbol's qualified name
+    or a dotted prefix of it. A plain string entry (not resolved) matches by name."""
     module = module_of(symbol)
+    if isinstance(cover, Cover):
+        return _covers_resolved(cover, symbol, module)
     if module is None:
         return cover == symbol
     if not module:  # one name from two modules (client.analysis.patch.touched): nothing covers it
@@ -63,3 +94,14 @@ def covers(cover: str, symbol: str) -> bool:
     qualname = symbol[len(module) + 1 :]
     wanted = cover[len(module) + 1 :]
     return qualname == wanted or qualname.startswith(wanted + ".")
+
+
+def _covers_resolved(cover: Cover, symbol: str, module: str | None) -> bool:
+    if not module or module != cover.module:
+        return False  # a symbol of no module, of an unknown one, or of another module
+    if cover.kind == "module":
+        return True  # its own code and every symbol defined in that file
+    if symbol.startswith(MODULE_PREFIX):
+        return False
+    qualname = symbol[len(module) + 1 :]
+    return qualname == cover.qualname or qualname.startswith(cover.qualname + ".")

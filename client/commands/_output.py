@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from client.commands._util import print_json
+from client.errors import ConfigError
 from client.gate.pipeline import run_check
 from client.gate.selftest import run_self_test
 from client.gate.settings import CheckSettings
@@ -32,7 +33,7 @@ from client.report.markdown import render_markdown
 from client.report.model import Report, printable
 from client.report.text import render_text
 from patchgate.atomicfile import atomic_write_bytes
-from patchgate.errors import UsageError
+from patchgate.errors import PinError, PinErrors, UsageError
 
 __all__ = [
     "ENVIRONMENT",
@@ -182,6 +183,10 @@ def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
             _emit(args, report, {"self_test": True, **tested.receipt.to_json()})
             return tested.exit_code
         result = run_check(settings, progress)
+    except PinErrors as exc:  # the base's pins, found invalid only against its tree (covers)
+        raise ConfigError([str(e) for e in exc.errors]) from None
+    except PinError as exc:
+        raise ConfigError([str(exc)]) from None
     finally:
         progress.end()
     report = Report(

@@ -30,6 +30,7 @@ from client.commands._output import (
 )
 from client.commands._util import check_out_dir, parse_clock
 from client.errors import ConfigError
+from client.gate.attributes import base_attribute_problems
 from client.gate.settings import CheckSettings
 from client.gate.workspace import resolve_rev
 from client.lanes.state import MARKER, lane_settings_file
@@ -368,6 +369,9 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
     # exactly the commit whose pins were validated here.
     base = resolve_rev(repo, args.base)
     config = base_config(repo, base).config
+    attributes = base_attribute_problems(repo, base)
+    if attributes:  # the tree scored would not be the tree merged
+        raise ConfigError(attributes)
     inputs = _inputs(args, conf)
     check_out_dir(out, repo=repo, config=config, inputs=inputs)
     if getattr(args, "junit", None) is not None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.gate import steps
+from client.gate.attributes import patch_git_metadata
 from client.gate.environment import EXECUTOR_ENVIRONMENT, suite_environment
 from client.gate.evidence import locate_properties, symbol_locations, write_run_logs
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
@@ -41,6 +42,9 @@ from patchgate.pins import PinSet, PropertyPin
 
 __all__ = ["CheckResult", "remote_not_run", "run_check"]
 
+CHANGED_INPUT = (
+    "a changed data input a run may read: bytes, not code; no property can earn credit for it (R1)"
+)
 # Fixture statuses whose suite may be signed and run: ``not_applicable`` (an empty pin and no
 # fixture root) is signed and run (the manifest still pins seed, bound and commands) so that the
 # receipt shows what the suite did, but it is never admitted (the merge table's no_fixtures row).
@@ -73,6 +77,8 @@ class _State:
     decision: str = ""
     symbols: tuple[str, ...] = ()
     excluded: tuple[str, ...] = ()
+    #: changed data files no trustworthy record shows read (``data:<path>``): never credit
+    changed_inputs: tuple[str, ...] = ()
     codes: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     fixture_status: str = ""
@@ -127,6 +133,10 @@ def _static_findings(st: _State, facts: Facts) -> Facts:
 def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
     if not st.scored:
         facts = _static_findings(st, facts)
+    if st.changed_inputs:  # a changed data input never earns credit (docs/gate-analysis.md)
+        st.uncredited.update((i, CHANGED_INPUT) for i in st.changed_inputs)
+        st.codes = rejection_codes(symbol_codes=[*st.codes, "R1"])
+        facts = dataclasses.replace(facts, codes=st.codes)
     if s.override_by is not None:
         st.reasons.append(
             f"override by {s.override_by}: {s.override_reason} (recorded in the receipt, never "
@@ -141,6 +151,7 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         admit=verdict.admit,
         changed_symbols=st.symbols,
         excluded_paths=st.excluded,
+        changed_inputs=st.changed_inputs,
         credits=st.credits,
         coverage=st.coverage,
         uncredited=st.uncredited,
@@ -263,11 +274,8 @@ class _Check:
 
     def run(self, patch: bytes, provenance_problem: str | None = None) -> CheckResult:
         s, st, ws = self.s, self.st, self.ws
-        pins = base_pins(s.repo, ws.base_rev)
+        pins = steps.resolve_pins(ws, base_pins(s.repo, ws.base_rev))  # unknown covers: 78
         changed = steps.changed(ws, pins)
-        unknown = steps.unknown_covers(ws, pins)
-        for entry in unknown:
-            self.say(f"warning: covers entry names no symbol of the base tree: {entry}")
         st.symbols, st.excluded = changed.symbols, changed.excluded_paths
         self.sites = locate(ws, pins, st.symbols)
         st.seen = Evidence(
@@ -280,14 +288,29 @@ class _Check:
         st.citations = {p: r.freeze_ids for p, r in reports.items() if r.freeze_ids}
         classes = {pid: r.assertion_class for pid, r in reports.items()}
         st.properties, st.classes = pins.properties, classes
+        # opened_paths: what the judge's audit hook saw the runs open or list (issue 20); None:
+        # no trustworthy record, so every changed non-source, non-fixture file is R7
         oracle = steps.oracle_and_pins(
-            changed, pins, reports, base_reports, self.clock, read_patched=ws.read_patched
+            changed,
+            pins,
+            reports,
+            base_reports,
+            self.clock,
+            read_patched=ws.read_patched,
+            opened_paths=None,
         )
         st.reasons.extend(oracle.reasons)
+        st.changed_inputs = oracle.changed_inputs
         st.freeze_problems = oracle.freeze_problems
         # Incomplete provenance, or compiled or binary code (unreviewable, whatever else it did):
         # reject_provenance, with every static finding listed.
-        stops = [*([provenance_problem] if provenance_problem else []), *oracle.unreviewable]
+        # .gitattributes, .gitmodules or a gitlink: the tree scored would not be the tree merged
+        git_meta = patch_git_metadata(ws.changes(), patch, ws.base_dir, ws.patched_dir)
+        stops = [
+            *([provenance_problem] if provenance_problem else []),
+            *oracle.unreviewable,
+            *git_meta,
+        ]
         if stops:
             st.codes = rejection_codes(
                 freeze_problems=oracle.freeze_problems,
@@ -333,7 +356,6 @@ class _Check:
             assertion_classes=classes,
             changed_symbols=st.symbols,
             notes=sig.notes,
-            unknown_covers=unknown,
             quarantined=held,
         )
         admission.to_record().write(s.out / FILE_NAMES["admission"])
@@ -417,6 +439,9 @@ class _Check:
             flakes=pins.flakes,
             clock=self.clock,
             changed_symbols=st.symbols,
+            # property id -> production modules its runs imported, from the judge's records
+            # (issue 20); None: no trustworthy record, so no excuse for changed production code
+            imported=None,
         )
         observations, mismatches = flakes.observations, flakes.problems
         st.reasons.extend([*mismatches, *flakes.refused])

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from client.analysis.patch.roles import layout_of
+from client.analysis.patch.touched import unpinned_reads
 from client.gate import steps
 from client.gate.environment import EXECUTOR_ENVIRONMENT, suite_environment
 from client.gate.evidence import locate_properties, write_run_logs
@@ -137,6 +139,7 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
     pins = base_pins(s.repo, s.base)
     with tree_at(s.repo, s.base) as root:
         suite, held = _suite(s, pins, root)
+        layout = layout_of(root, pins)
         for pid, why in held.items():
             say(f"{pid}: {why}")
         evidence = Evidence(properties=locate_properties(root, suite))
@@ -166,6 +169,10 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
             say=say,
         )
     write_run_logs(s.out, lane.logs)
+    # Which files each property's run read comes from the judge's audit hook (issue 20); without
+    # that record (None, every run today) the self-test cannot tell, and warns about nothing.
+    for warning in unpinned_reads(None, frozenset(pins.fixtures.files), layout) or ():
+        say(f"warning: {warning}")
     stab = assess_all([p.id for p in suite], lane.outcomes, s.runs)
     evidence = Evidence(
         outcomes=tuple(lane.outcomes), logs=tuple(lane.logs), properties=evidence.properties

@@ -5,6 +5,7 @@ Each returns what it found; each writes its own file only when the step complete
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -19,8 +20,9 @@ from client.analysis.classify.assertions import (
     flake_ids_in,
 )
 from client.analysis.mutation.introspection import introspection_added
+from client.analysis.patch.covers import base_names, resolve_covers
 from client.analysis.patch.roles import layout_of
-from client.analysis.patch.touched import Touched, base_symbols, judge
+from client.analysis.patch.touched import Touched, judge, read_inputs
 from client.gate.runs import durations
 from client.gate.runs.execution import LaneResult, run_lane
 from client.gate.runs.targets import Target, targeted_connect
@@ -35,6 +37,8 @@ from patchgate.envelope import Envelope
 from patchgate.errors import (
     EnvelopeError,
     FixtureScanError,
+    PinError,
+    PinErrors,
     RefusedError,
     TransportError,
     UsageError,
@@ -60,8 +64,8 @@ __all__ = [
     "fixture_step",
     "oracle_and_pins",
     "read_patch",
+    "resolve_pins",
     "signature_step",
-    "unknown_covers",
     "write_flake_ledger",
     "write_freeze_proposals",
     "write_json",
@@ -96,10 +100,16 @@ def changed(ws: Workspace, pins: PinSet) -> Touched:
     return judge(ws.changes(), layout, ws.read_base, ws.read_patched)
 
 
-def unknown_covers(ws: Workspace, pins: PinSet) -> tuple[str, ...]:
-    """``property id: entry`` for each ``covers`` entry that names no symbol of the base tree."""
-    names = base_symbols(layout_of(ws.base_dir, pins), ws.base_dir)
-    return tuple(f"{p.id}: {c}" for p in pins.properties for c in p.covers if c not in names)
+def resolve_pins(ws: Workspace, pins: PinSet) -> PinSet:
+    """``pins`` with every ``covers`` entry resolved in the base tree, by kind
+    (:mod:`client.analysis.patch.covers`); an entry that names nothing there, or two things, is a
+    pin error (``PinErrors``: every such entry, with the nearest name; ``check`` exits 78)."""
+    names = base_names(layout_of(ws.base_dir, pins), ws.base_dir)
+    properties, problems = resolve_covers(pins.properties, names)
+    if problems:
+        where = pins.config.pin_paths[1]
+        raise PinErrors([PinError(where, "covers", p) for p in problems])
+    return dataclasses.replace(pins, properties=properties)
 
 
 def introspection(ws: Workspace, *, shown: int = 5) -> str:
@@ -143,6 +153,8 @@ class OracleResult:
     unreviewable: tuple[str, ...] = ()
     #: Pinned properties that cite flakes, every citation of which holds (may be quarantined).
     valid_citers: frozenset[str] = frozenset()
+    #: Changed data files no trustworthy record shows read: ``data:<path>`` (never credit).
+    changed_inputs: tuple[str, ...] = ()
 
 
 def citations_of(
@@ -175,9 +187,16 @@ def oracle_and_pins(
     clock: dt.datetime,
     *,
     read_patched: Callable[[str], bytes | None] | None = None,
+    opened_paths: frozenset[str] | None = None,
 ) -> OracleResult:
-    """Harness or oracle touched, or a pinned predicate moved (R7); pins or the gate's
-    configuration edited, or freeze ids added (R8); bad citations (R4); compiled code."""
+    """Harness or oracle touched, a pinned predicate moved, or a changed file that is neither
+    production source nor a pinned fixture that a run may read (R7); pins or the gate's
+    configuration edited, or freeze ids added (R8); bad citations (R4); compiled code.
+
+    ``opened_paths``: the repository paths the judge's audit hook saw any property's run open or
+    list (issue 20); None — every run today — is no trustworthy record: every such changed file
+    is then R7 (:func:`client.analysis.patch.touched.read_inputs`)."""
+    inputs = read_inputs(touched.unscored_inputs(pins.config.fixture_root), opened_paths)
     moved = touched.oracle_moves
     predicates = sorted(
         pid
@@ -201,6 +220,11 @@ def oracle_and_pins(
         if c.cited_by in reports and not check_citations([c], pins.flakes, clock)
     )
     reasons = [f"R7 oracle moved: {', '.join(moved)}"] if moved else []
+    if inputs.oracle:
+        reasons.append(
+            f"R7 a changed file that is neither production source nor a pinned fixture is an "
+            f"oracle input ({inputs.why}): {', '.join(inputs.oracle)}"
+        )
     if predicates:
         reasons.append(f"R7 pinned predicate changed: {', '.join(predicates)}")
     if pin_files:
@@ -209,12 +233,13 @@ def oracle_and_pins(
         reasons.append(f"R8 freeze ids added by the patch: {', '.join(added)}")
     reasons.extend(f"R4 {p}" for p in problems)
     return OracleResult(
-        oracle_moved=bool(moved or predicates),
+        oracle_moved=bool(moved or predicates or inputs.oracle),
         pin_mutation=bool(pin_files or added),
         freeze_problems=problems,
         reasons=tuple(reasons),
         unreviewable=tuple(f"compiled or binary code in the patch: {p}" for p in touched.compiled),
         valid_citers=valid,
+        changed_inputs=tuple(f"data:{p}" for p in inputs.data),
     )
 
 

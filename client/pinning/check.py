@@ -163,9 +163,18 @@ def covers_problems(obj: object, where: str, symbols: SymbolNames, tree_name: st
     for i, item in enumerate(items if isinstance(items, list) else []):
         covers = item.get("covers") if isinstance(item, dict) else None
         for j, entry in enumerate(covers if isinstance(covers, list) else []):
-            if not isinstance(entry, str) or not entry or entry in symbols:
-                continue  # the schema names a non-string; a known name is fine
-            line = f"{where}: properties[{i}].covers[{j}]: {entry!r} names no symbol of {tree_name}"
+            if not isinstance(entry, str) or not entry:
+                continue  # the schema names a non-string
+            field = f"{where}: properties[{i}].covers[{j}]"
+            if entry in symbols.ambiguous:
+                out.append(
+                    f"{field}: {entry!r} is ambiguous in {tree_name}: it names a module and a "
+                    "symbol of another module (a covers entry names one thing)"
+                )
+                continue
+            if entry in symbols:
+                continue  # a known name is fine
+            line = f"{field}: {entry!r} names no symbol of {tree_name}"
             if (path := symbols.unparsable_module_of(entry)) is not None:
                 line += f" ({path} does not parse)"
             elif (near := symbols.suggest(entry)) is not None:

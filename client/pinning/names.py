@@ -31,6 +31,9 @@ class SymbolNames:
 
     names: frozenset[str]
     unparsable: dict[str, str] = field(default_factory=dict)
+    #: names that mean two things (a module ``pkg/f.py`` and a function ``f`` of ``pkg``): a
+    #: ``covers`` entry must name one thing of the base (``check`` refuses them too)
+    ambiguous: frozenset[str] = frozenset()
 
     def __contains__(self, name: object) -> bool:
         return name in self.names
@@ -63,7 +66,7 @@ def _layout(root: Path, config: ProjectConfig, pins: PinSet | None) -> Layout:
 def tree_symbols(root: Path, config: ProjectConfig, pins: PinSet | None = None) -> SymbolNames:
     """Every symbol name of the production modules of the tree at ``root``."""
     layout = _layout(root, config, pins)
-    names: set[str] = set()
+    meaning: dict[str, set[tuple[str, str]]] = {}
     unparsable: dict[str, str] = {}
     for path in python_files(root):
         if layout.role(path) != "source":
@@ -73,10 +76,13 @@ def tree_symbols(root: Path, config: ProjectConfig, pins: PinSet | None = None) 
         except OSError:
             continue
         module = layout.module(path)
-        names.add(module)
+        meaning.setdefault(module, set()).add((module, ""))
         table = symbol_table(source)
         if table is None:
             unparsable[module] = path
             continue
-        names.update(f"{module}.{qualname}" for qualname in table if qualname)
-    return SymbolNames(frozenset(names), unparsable)
+        for qualname in table:
+            if qualname:
+                meaning.setdefault(f"{module}.{qualname}", set()).add((module, qualname))
+    ambiguous = frozenset(name for name, found in meaning.items() if len(found) > 1)
+    return SymbolNames(frozenset(meaning), unparsable, ambiguous)

@@ -54,8 +54,11 @@ CODES = MappingProxyType(
             "oracle moved",
             "the patch touches the oracle: a path under `oracle_paths` (default `tests/`, "
             "`properties/`, `pins/`), a harness file (`conftest.py`, `pytest.ini`, a plugin, a "
-            "`.pth`, ...), or the test function of a pinned property. Property results could not "
-            "count, so nothing runs",
+            "`.pth`, ...), the test function of a pinned property, or — while no trustworthy "
+            "record says which files the runs read (every run today, `--judge off`) — **any "
+            "changed file that is neither production source nor a pinned fixture** (a data "
+            "table, a `README.md`, an `exclude` entry, an inert `pyproject.toml` table: a "
+            "property may read it). Property results could not count, so nothing runs",
         ),
         "R8": (
             "pin mutation",

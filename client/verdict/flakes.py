@@ -7,6 +7,14 @@ A failing property is a flake observation only when all of these hold:
 * the property covers **no changed symbol** (a flake never excuses a defect in the code the patch
   changed: the patch could make that code raise the flake's signature), and no failing run
   executed one (when the executor reports what a run executed);
+* **no production code the patch changed can explain the failure** (issue 22): with a
+  trustworthy record of the modules the property's runs imported (``imported``: the judge's
+  proxy imports plus their static import closure, :data:`DYNAMIC` for a dynamic import, which
+  counts as every production module, whatever phase it ran in), no changed symbol may belong to
+  one of them; **without** such a record (every run today, and ``--judge off``), the patch may
+  change no production code at all. A module constant the test reads, or a function its test
+  module calls at import (``BATCH = make_batch(100)``), is code the tracer of the call phase
+  never sees;
 * **every** failing run of the property failed with ``fail`` or ``error`` whose normalized failure
   contains the flake's signature (``exceeded_bound`` is never a flake, and one matching run does not
   excuse another run that failed for a different reason).
@@ -32,10 +40,22 @@ from client.verdict.admission import covering
 from client.verdict.stability import Stability
 from patchgate.pins import Flake, PropertyPin
 from patchgate.results import RunOutcome, normalize_failure
+from patchgate.symbols import module_of
 
-__all__ = ["FLAKE_OUTCOMES", "FlakeObservation", "FlakeReport", "observe_flakes", "quarantined"]
+__all__ = [
+    "DYNAMIC",
+    "FLAKE_OUTCOMES",
+    "FlakeObservation",
+    "FlakeReport",
+    "changed_code_explains",
+    "observe_flakes",
+    "quarantined",
+]
 
 FLAKE_OUTCOMES = ("fail", "error")  # exceeded_bound is never a flake
+#: In a record of imported modules: the run imported dynamically (``importlib``,
+#: ``__import__``): it counts as every production module.
+DYNAMIC = "*"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +97,32 @@ def _matches(flake: Flake, failures: Sequence[RunOutcome]) -> bool:
     )
 
 
+def changed_code_explains(
+    changed_symbols: Sequence[str], imported_modules: frozenset[str] | None
+) -> tuple[str, ...]:
+    """The changed symbols that could explain a failing run, given what it imported.
+
+    ``imported_modules``: the production modules a trustworthy record shows the property's runs
+    imported (the judge's proxy imports plus their static import closure; :data:`DYNAMIC` in it
+    counts as every module), or None when there is no such record — then every changed symbol
+    explains it (the strict rule of ``--judge off``). A symbol whose module is unknown or empty
+    (one name changed in two modules) always explains it (fail closed)."""
+    if imported_modules is None or DYNAMIC in imported_modules:
+        return tuple(sorted(changed_symbols))
+    return tuple(
+        sorted(
+            s
+            for s in changed_symbols
+            if not (module := module_of(s)) or _within(module, imported_modules)
+        )
+    )
+
+
+def _within(module: str, imported: frozenset[str]) -> bool:
+    """``module`` or one of its packages was imported (importing ``pkg.mod`` runs ``pkg``)."""
+    return any(i == module or i.startswith(module + ".") for i in imported)
+
+
 def observe_flakes(
     *,
     suite: Sequence[PropertyPin],
@@ -85,8 +131,13 @@ def observe_flakes(
     flakes: Sequence[Flake],
     clock: dt.datetime,
     changed_symbols: Sequence[str],
+    imported: Mapping[str, frozenset[str]] | None = None,
 ) -> FlakeReport:
-    """Which failing suite properties are flake observations (see the module docstring)."""
+    """Which failing suite properties are flake observations (see the module docstring).
+
+    ``imported``: property id -> the production modules a trustworthy record shows its runs
+    imported (:func:`changed_code_explains`); None, or a property missing from it: no trustworthy
+    record, so no excuse when the patch changed any production code."""
     observations: list[FlakeObservation] = []
     problems: list[str] = []
     refused: list[str] = []
@@ -103,10 +154,24 @@ def observe_flakes(
         flake = next((f for f in relevant if _matches(f, failures)), None)
         ran = {s for r in failures for s in r.executed if s in changed_symbols}
         hit = sorted({*covering(prop, changed_symbols), *ran})
+        record = imported.get(prop.id) if imported is not None else None
+        explains = changed_code_explains(changed_symbols, record)
         if flake is not None and hit:
             refused.append(
                 f"flake {flake.id} cannot excuse {prop.id}: it covers or ran changed "
                 f"{', '.join(hit)}"
+            )
+        elif flake is not None and explains:
+            why = (
+                "no trustworthy record of what its runs imported, and the patch changed "
+                "production code"
+                if record is None
+                else "its runs imported modules whose code the patch changed"
+            )
+            refused.append(
+                f"flake {flake.id} cannot excuse {prop.id}: {why} ({', '.join(explains[:5])}"
+                + (f" and {len(explains) - 5} more" if len(explains) > 5 else "")
+                + ")"
             )
         elif flake is not None:
             observations.append(

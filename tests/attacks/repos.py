@@ -176,6 +176,37 @@ def _billing_flaky(dest: Path) -> None:
     pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
+CHECKOUT_IMPORT_TEST = '''\
+"""The test FLK-1044 names: it checks the checkout worker, and prorates a batch at import."""
+
+from decimal import Decimal
+
+from billing import prorate
+from billing.checkout import drain_worker
+
+BATCH = prorate(Decimal("10.00"), 7777, 7777)  # module code of the test: runs at collection
+
+
+def test_worker_drain():
+    assert drain_worker(["A-1", "A-2", "A-3"], 2) == ["A-1", "A-2"]
+'''
+
+
+def _billing_flaky_import(dest: Path) -> None:
+    """billing, plus a pinned property on FLK-1044's listed test that covers only
+    billing.checkout.drain_worker, and whose test module calls billing.prorate at import."""
+    _billing(dest)
+    (dest / "tests" / "test_checkout.py").write_text(CHECKOUT_IMPORT_TEST, encoding="utf-8")
+    pins = dest / "pins" / "properties.json"
+    doc = json.loads(pins.read_text(encoding="utf-8"))
+    doc["properties"].append({
+        "id": "checkout.worker_drain", "claim": "the worker drains", "class": "pure_fn",
+        "covers": ["billing.checkout.drain_worker"],
+        "command": [*PYTEST, "tests/test_checkout.py::test_worker_drain"],
+    })  # fmt: skip
+    pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
 VACUOUS_TESTS = """
 
 DEBUG = False
@@ -248,6 +279,36 @@ def _only_covers_prorate(dest: Path, source: str, nodes: dict[str, str]) -> None
     pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
+TABLE_TESTS = """
+
+import json
+from pathlib import Path
+
+TABLE = Path(__file__).resolve().parents[1] / "data" / "prorate_table.json"
+
+
+def test_prorate_table():
+    for row in json.loads(TABLE.read_text(encoding="utf-8")):
+        share = prorate(Decimal(row["amount"]), row["used"], row["period"])
+        assert share >= 0
+        assert share == Decimal(row["expected"])
+"""
+PRORATE_TABLE = [
+    {"amount": "30.00", "used": 10, "period": 30, "expected": "10.00"},
+    {"amount": "30.00", "used": -5, "period": 30, "expected": "0.00"},
+    {"amount": "30.00", "used": 45, "period": 30, "expected": "30.00"},
+]
+
+
+def _billing_data_table(dest: Path) -> None:
+    """billing.prorate covered only by a property whose expected values come from data/, a file
+    neither under the fixture root nor an oracle path (issue 22, item 3)."""
+    _only_covers_prorate(dest, TABLE_TESTS, {"prorate.table": "test_prorate_table"})
+    (dest / "data").mkdir()
+    table = json.dumps(PRORATE_TABLE, indent=1) + "\n"
+    (dest / "data" / "prorate_table.json").write_text(table, encoding="utf-8")
+
+
 def _billing_vacuous(dest: Path) -> None:
     """billing.prorate covered only by properties that cannot fail (a tuple, an if DEBUG)."""
     nodes = {"prorate.tuple": "test_prorate_tuple", "prorate.if_debug": "test_prorate_if_debug"}
@@ -273,13 +334,48 @@ def _billing_weak(dest: Path) -> None:
     )
 
 
+#: The classifier's constant forms (issue 22, item 5), one pinned property each: the truth of
+#: none depends on what prorate returned, so each is a tautology refused for a changed prorate.
+CONSTANT_FORMS = {
+    "form.bitor_true": "(prorate(Decimal('10.00'), -5, 30) >= 0) | True",
+    "form.or_true": "prorate(Decimal('10.00'), -5, 30) or True",
+    "form.isinstance_object": "isinstance(prorate(Decimal('10.00'), -5, 30), object)",
+    "form.in_true_false": "(prorate(Decimal('10.00'), -5, 30) >= 0) in (True, False)",
+    "form.both_sides": "share >= 0 or share < 0",
+    "form.approx_huge": "float(share) == pytest.approx(0, abs=1e300)",
+    "form.max_floor": "max(float(share), 0) >= 0",
+    "form.isfinite_constant": "math.isfinite(1)",
+}
+CONSTANT_HEADER = """
+
+import math
+
+import pytest
+"""
+
+
+def _billing_constant_forms(dest: Path) -> None:
+    """billing.prorate covered only by the constant forms of :data:`CONSTANT_FORMS`."""
+    source = CONSTANT_HEADER + "".join(
+        f"\n\ndef test_{pid.split('.')[1]}():\n"
+        "    share = prorate(Decimal('10.00'), -5, 30)\n"
+        f"    assert {form}\n"
+        for pid, form in CONSTANT_FORMS.items()
+    )
+    nodes = {pid: f"test_{pid.split('.')[1]}" for pid in CONSTANT_FORMS}
+    _only_covers_prorate(dest, source, nodes)
+
+
 REPOS = {
     "billing": _billing,
     "billing_flaky": _billing_flaky,
+    "billing_flaky_import": _billing_flaky_import,
     "textkit": _textkit,
     "billing_vacuous": _billing_vacuous,
     "billing_opaque": _billing_opaque,
     "billing_weak": _billing_weak,
+    "billing_constant_forms": _billing_constant_forms,
+    "billing_data_table": _billing_data_table,
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -101,17 +102,27 @@ def test_attack_corpus_entry(
     assert set(entry.get("symbols", [])) <= set(receipt["changed_symbols"]), where  # type: ignore[arg-type]
     for symbol, why in dict(entry.get("uncredited", {})).items():  # type: ignore[call-overload]
         assert why in receipt["uncredited"].get(symbol, ""), where
+    if "reason_in" in entry:
+        assert str(entry["reason_in"]) in run.stdout + run.stderr, where
+    if "reason" in entry:
+        assert any(str(entry["reason"]) in r for r in run.file("admission.json")["reasons"]), where
+    if "refused" in entry:  # one admission.json shows every property of the batch refused
+        reasons = " ".join(run.file("admission.json")["reasons"])
+        for pid in entry["refused"]:  # type: ignore[attr-defined]
+            assert f"{pid} covers billing.prorate but its assertions are tautological" in reasons
     changed = _changed_paths(repo, entry.patch, tmp_path)
     assert [p for p in changed if not _named(receipt, p)] == [], where
 
 
-def test_a_covers_entry_naming_nothing_is_listed_on_stderr_and_in_admission(
+def test_a_covers_entry_naming_nothing_is_a_configuration_error(
     attack_gate: Gate, bases: dict[str, Path], tmp_path: Path
 ) -> None:
+    """``check`` and ``pin check`` both exit 78 and name the entry and the nearest name (issue
+    22, item 1): it used to be a warning, and covered a function a patch added under that name."""
     repo = tmp_path / "repo"
     shutil.copytree(bases["textkit"], repo, symlinks=True)
     props = repo / "pins" / "properties.json"
-    props.write_text(props.read_text().replace('"textkit"\n', '"textkit.nothing_here"\n', 1))
+    props.write_text(props.read_text().replace('"textkit"\n', '"textkit.sub.word"\n', 1))
     subprocess.run(
         ["git", "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qam", "typo"],
         cwd=repo, check=True,
@@ -119,6 +130,44 @@ def test_a_covers_entry_naming_nothing_is_listed_on_stderr_and_in_admission(
     run = attack_gate.check(
         BillingRepo(repo), CORPUS / "patches" / "control_textkit_refactor.patch"
     )
-    entry = "textkit.words_not_empty: textkit.nothing_here"
-    assert f"covers entry names no symbol of the base tree: {entry}" in run.stderr
-    assert run.file("admission.json")["unknown_covers"] == [entry]
+    assert run.code == 78, run.stdout + run.stderr
+    assert "covers entry 'textkit.sub.word' names no symbol of the base tree" in run.stderr
+    assert "did you mean textkit.sub.words?" in run.stderr
+    assert "receipt.json" not in run.files()  # nothing scored
+    pin = subprocess.run(
+        [str(Path(sys.executable).parent / "patchgate"), "pin", "check", "--repo", str(repo),
+         "--rev", "HEAD"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert pin.returncode == 78, pin.stdout + pin.stderr
+    assert "'textkit.sub.word' names no symbol" in pin.stdout + pin.stderr
+
+
+def test_a_base_whose_attributes_change_scored_bytes_is_a_configuration_error(
+    attack_gate: Gate, bases: dict[str, Path], tmp_path: Path
+) -> None:
+    """A base ``.gitattributes`` with ``export-subst`` on production code: checkout and export of
+    the merged commit differ from the blobs the gate scores, so ``check`` exits 78 naming the file
+    and the attribute (issue 22, item 4); plain ``text eol=lf`` is fine (the control)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(bases["textkit"], repo, symlinks=True)
+    attrs = repo / ".gitattributes"
+    attrs.write_text("* text eol=lf\nsrc/textkit/core.py export-subst\n", encoding="utf-8")
+    subprocess.run(["git", "add", ".gitattributes"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qm", "attrs"],
+        cwd=repo, check=True,
+    )  # fmt: skip
+    patch = CORPUS / "patches" / "control_textkit_refactor.patch"
+    run = attack_gate.check(BillingRepo(repo), patch)
+    assert run.code == 78, run.stdout + run.stderr
+    assert "src/textkit/core.py: the base's .gitattributes (line 2) gives it export-subst" in (
+        run.stderr
+    )
+    attrs.write_text("* text eol=lf\n", encoding="utf-8")
+    subprocess.run(
+        ["git", "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qam", "lf only"],
+        cwd=repo, check=True,
+    )  # fmt: skip
+    control = attack_gate.check(BillingRepo(repo), patch)
+    assert control.code == 0, control.stdout + control.stderr

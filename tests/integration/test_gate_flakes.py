@@ -1,6 +1,7 @@
-"""Flake observations through the whole gate: a pre-listed, unexpired flake firing again is recorded
-in flake_ledger.json and the receipt's ``flake_observations`` and makes the posture ``review``
-(never credit); once expired it is a miss; it never excuses a property covering changed code."""
+"""Flake observations through the whole gate: a pre-listed, unexpired flake never excuses a
+property covering changed code, nor — without a trustworthy record of what its runs imported
+(every run today) — any failure beside a patch that changed production code (issue 22); once
+expired it is a miss."""
 
 from __future__ import annotations
 
@@ -44,29 +45,30 @@ def _add_flaky_property(repo: BillingRepo) -> None:
         subprocess.run(["git", "-C", str(repo.path), *who, *args], check=True, capture_output=True)
 
 
-def test_valid_flake_firing_is_observed_and_posture_is_review(
+def test_a_flake_firing_beside_changed_code_is_no_excuse_without_a_record(
     gate: Gate, billing_repo: BillingRepo
 ) -> None:
+    """Issue 22: with no trustworthy record of which production modules a run imported (every
+    run today, ``--judge off``), a flake excuses nothing when the patch changed production code.
+    This check used to be admitted with posture ``review`` (the flake observed): the flaky test
+    covers billing.orders.load_orders, the patch rewrites billing.prorate, and nothing showed the
+    test did not import it. That a valid flake is recorded when it may excuse the failure is held
+    by tests/unit/test_flakes.py (the relaxed rule, with a record)."""
     _add_flaky_property(billing_repo)
     run = gate.check(billing_repo, "prorate_refactor.patch")
-    assert run.code == 0, run.stdout + run.stderr
-    assert run.receipt["posture"] == "review"
-    flake = run.file("flake_ledger.json")
-    assert (flake["flake_id"], flake["test_id"]) == (
-        "FLK-1044",
-        "tests/test_checkout.py::test_worker_drain",
+    r = run.receipt
+    assert run.code == 1, run.stdout + run.stderr
+    assert (r["posture"], r["admit"], r["flake_observations"]) == (
+        "reject_property_miss",
+        False,
+        [],
     )
-    assert flake["fixture_digest"] == run.receipt["fixture_digest"]
-    assert run.receipt["credits"] == {"billing.prorate": 1}
-    assert run.receipt["flake_observations"] == [
-        {
-            "property_id": "checkout.worker_drain",
-            "test_id": "tests/test_checkout.py::test_worker_drain",
-            "flake_id": "FLK-1044",
-            "signature": "TimeoutError: checkout_worker",
-            "observed": flake["observed"],
-        }
-    ]
+    assert r["credits"] == {"billing.prorate": 1}  # the code change itself earned its credit
+    assert "flake_ledger.json" not in run.files()
+    assert (
+        "flake FLK-1044 cannot excuse checkout.worker_drain: no trustworthy record of what its "
+        "runs imported, and the patch changed production code (billing.prorate)"
+    ) in run.stdout
 
 
 DEFECT_TEST = """\

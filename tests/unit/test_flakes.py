@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from client.verdict.flakes import observe_flakes, quarantined
+from client.verdict.flakes import DYNAMIC, changed_code_explains, observe_flakes, quarantined
 from client.verdict.stability import Stability, assess
 from patchgate.pins import Flake, PropertyPin
 from patchgate.results import RunOutcome
+from patchgate.symbols import Symbol
 from tests.unit._gate_helpers import prop, run
 
 CLOCK = dt.datetime(2026, 9, 10, tzinfo=dt.UTC)
@@ -39,7 +40,9 @@ def _observe(p: PropertyPin, local: dict[str, Stability], **kw: object):  # type
         "citations": {},
         "flakes": (FLK,),
         "clock": CLOCK,
-        "changed_symbols": ("m.f",),
+        "changed_symbols": (Symbol.make("m", "f"),),
+        # a trustworthy record: the property's runs imported only a module the patch left alone
+        "imported": {"p.w": frozenset({"elsewhere"})},
     }
     args.update(kw)
     return observe_flakes(**args)  # type: ignore[arg-type]
@@ -152,3 +155,57 @@ def test_an_expired_or_unknown_citation_quarantines_nothing() -> None:
 def test_a_real_predicate_that_mentions_a_flake_id_is_not_quarantined() -> None:
     assert _held(klass="property") == {}
     assert _held(ids=()) == {}
+
+
+# -- issue 22: a flake never excuses a failure that changed code can explain ----------------------
+
+FAILING = ("fail", "TimeoutError: worker")
+
+
+def test_without_a_record_no_excuse_when_the_patch_changed_any_production_code() -> None:
+    # --judge off, and every run today: no trustworthy record of what the runs imported. The
+    # property covers m.other only, the patch changed m.f (a module constant its test reads, a
+    # function its test module calls at import): the failure is a property miss.
+    report = _observe(_prop(), _stab(FAILING, FAILING), imported=None)
+    assert report.observations == ()
+    assert report.refused == (
+        "flake FLK-1 cannot excuse p.w: no trustworthy record of what its runs imported, and the "
+        "patch changed production code (m.f)",
+    )
+    missing = _observe(_prop(), _stab(FAILING, FAILING), imported={"other": frozenset()})
+    assert missing.observations == ()  # a record of another property is no record of this one
+
+
+def test_without_a_record_a_patch_that_changed_no_production_code_may_be_excused() -> None:
+    report = _observe(_prop(), _stab(FAILING, FAILING), imported=None, changed_symbols=())
+    assert [o.flake_id for o in report.observations] == ["FLK-1"]
+
+
+def test_with_a_record_only_changed_modules_the_runs_imported_explain_it() -> None:
+    changed = (Symbol.make("pkg.limits", ""), Symbol.make("pkg.other", "g"))
+    # imported pkg.limits (a module constant the test reads): no excuse
+    hit = _observe(
+        _prop(), _stab(FAILING, FAILING), changed_symbols=changed,
+        imported={"p.w": frozenset({"pkg", "pkg.limits"})},
+    )  # fmt: skip
+    assert hit.observations == ()
+    assert (
+        "its runs imported modules whose code the patch changed (module:pkg.limits)"
+        in (hit.refused[0])
+    )
+    # imported only pkg.checkout: a change of pkg.other cannot explain it
+    clear = _observe(
+        _prop(), _stab(FAILING, FAILING), changed_symbols=changed[1:],
+        imported={"p.w": frozenset({"pkg.checkout"})},
+    )  # fmt: skip
+    assert [o.flake_id for o in clear.observations] == ["FLK-1"]
+
+
+def test_the_explaining_symbols() -> None:
+    changed = [Symbol.make("pkg", "f"), Symbol.make("pkg.sub", "g"), Symbol("pkg.x", "")]
+    assert changed_code_explains(changed, None) == tuple(sorted(changed))
+    assert changed_code_explains(changed, frozenset({DYNAMIC})) == tuple(sorted(changed))
+    # importing pkg.mod runs pkg/__init__.py; a symbol of no module always explains
+    assert changed_code_explains(changed, frozenset({"pkg.mod"})) == ("pkg.f", "pkg.x")
+    assert changed_code_explains(changed, frozenset({"pkg.sub"})) == ("pkg.f", "pkg.sub.g", "pkg.x")
+    assert changed_code_explains(["plain.name"], frozenset({"elsewhere"})) == ("plain.name",)

@@ -34,7 +34,8 @@ def test_receipt_has_exactly_the_v2_fields() -> None:
     body = _receipt().to_json()
     assert set(body) == {
         "schema", "review_clock", "patch_sha256", "decision", "posture", "changed_symbols",
-        "excluded_paths", "credits", "coverage", "uncredited", "evidence", "fixture_status",
+        "excluded_paths", "changed_inputs", "credits", "coverage", "uncredited", "evidence",
+        "fixture_status",
         "fixture_digest", "freeze_citations", "flake_observations", "predicate_hashes",
         "rejection_codes", "transport", "lanes", "dual_pin", "override", "mutation", "admit",
             "environment",

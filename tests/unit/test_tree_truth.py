@@ -16,11 +16,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from client.analysis.patch.diffparse import PatchParseError, parse_unified_diff, touched_paths
+from client.analysis.patch.diffparse import (
+    PatchParseError,
+    gitlinks,
+    parse_unified_diff,
+    touched_paths,
+)
 from client.analysis.patch.roles import layout_of
 from client.analysis.patch.touched import Touched, judge
 from client.gate import steps
 from client.gate.workspace import PatchApplyError, Workspace, materialize
+from patchgate.errors import PinErrors
 from patchgate.pins import DirSource, load_pins
 from tests.attacks.repos import CORPUS, REPOS, Entry, build, entries, git
 
@@ -74,13 +80,16 @@ def _parsed_paths(patch: bytes) -> tuple[str, ...] | None:
 def test_parser_and_trees_agree_on_every_corpus_patch(entry: Entry, repos: dict[str, Path]) -> None:
     """Where git applies a corpus patch, the parser names the same paths (it reads names as git
     apply -p1 does). Where git refuses one (its context does not match the base), the parser,
-    which never reads the base, may still find it well formed."""
+    which never reads the base, may still find it well formed. A gitlink (mode 160000) is the one
+    path git apply without an index leaves out of the tree (an empty directory): the header names
+    it, and such a patch is refused (issue 22)."""
     patch = entry.patch.read_bytes()
     tree = _tree_paths(repos[str(entry["repo"])], patch)
-    if tree is None:
+    links = gitlinks(patch)
+    if tree is None or links:
         assert entry.get("decision") == "reject_provenance"
-    else:
-        assert _parsed_paths(patch) == tree
+    if tree is not None:
+        assert tuple(p for p in _parsed_paths(patch) if p not in links) == tree
 
 
 @pytest.mark.parametrize("entry", entries(), ids=lambda e: e.id)
@@ -152,7 +161,7 @@ def test_a_symlink_outside_the_source_is_harness(repos: dict[str, Path]) -> None
     assert t.oracle_moves == ("billing2",)
 
 
-def test_unknown_covers_are_listed(repos: dict[str, Path], tmp_path: Path) -> None:
+def test_unknown_covers_are_a_pin_error(repos: dict[str, Path], tmp_path: Path) -> None:
     repo = tmp_path / "r"
     shutil.copytree(repos["textkit"], repo)
     props = repo / "pins/properties.json"
@@ -163,9 +172,11 @@ def test_unknown_covers_are_listed(repos: dict[str, Path], tmp_path: Path) -> No
     patch = (
         Path(__file__).parents[1] / "attacks/patches/control_textkit_refactor.patch"
     ).read_bytes()
-    with materialize(repo, "HEAD", patch) as ws:
-        unknown = steps.unknown_covers(ws, load_pins(DirSource(ws.base_dir)))
-    assert unknown == ("textkit.slug_clean: textkit.core.slugify_all",)
+    with materialize(repo, "HEAD", patch) as ws, pytest.raises(PinErrors) as err:
+        steps.resolve_pins(ws, load_pins(DirSource(ws.base_dir)))
+    assert "textkit.slug_clean: covers entry 'textkit.core.slugify_all' names no symbol" in str(
+        err.value
+    )
 
 
 # -- the property: for any patch git accepts, every changed path is named ---------------------

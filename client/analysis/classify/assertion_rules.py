@@ -24,6 +24,7 @@ from client.analysis.classify.fixture_flow import (
     parametrized_names,
     tainted_names,
 )
+from client.analysis.classify.probes import vacuous
 from client.analysis.classify.reach import expects_assertion, walk_live
 from client.analysis.classify.testscope import (
     Facts,
@@ -183,6 +184,9 @@ class _Judge:
             return
         if known is False:  # `assert False`: an unreachable-branch check that can fail
             yield "property", "always false: it fails whenever it runs"
+            return
+        if vacuous(test, self.names):
+            yield "tautology", f"`{_short(test)}` holds whatever the code under test returned"
             return
         yield from self._test_form(test)
 
@@ -369,6 +373,9 @@ class _Judge:
             known = truth(args[0], self.names)
             if known is (name != "assertFalse"):
                 yield "tautology", f"`{_short(args[0])}` never changes"
+                return
+            if name != "assertFalse" and vacuous(args[0], self.names):
+                yield "tautology", f"`{_short(args[0])}` holds whatever the code returned"
                 return
         yield "property", "a real check"
 

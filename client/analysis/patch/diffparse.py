@@ -36,13 +36,17 @@ from patchgate.digest import validate_path
 from patchgate.errors import PatchgateError, UnsafePathError
 
 __all__ = [
+    "GITLINK_MODE",
     "STATUSES",
     "FilePatch",
     "Hunk",
     "PatchParseError",
+    "gitlinks",
     "parse_unified_diff",
     "touched_paths",
 ]
+
+GITLINK_MODE = "160000"
 
 STATUSES = ("added", "deleted", "modified", "renamed")
 
@@ -99,6 +103,9 @@ class FilePatch:
     status: str
     hunks: tuple[Hunk, ...]
     is_binary: bool
+    #: the modes its git header names (``old mode``, ``new mode``, ``new file mode``,
+    #: ``deleted file mode``, the mode after ``index a..b``)
+    modes: frozenset[str] = frozenset()
 
 
 def touched_paths(patches: Iterable[FilePatch]) -> set[str]:
@@ -107,6 +114,39 @@ def touched_paths(patches: Iterable[FilePatch]) -> set[str]:
     for patch in patches:
         paths.update(p for p in (patch.old_path, patch.new_path) if p is not None)
     return paths
+
+
+def _modes(meta: dict[str, str]) -> set[str]:
+    found = {
+        meta[k].strip()
+        for k in ("old mode", "new mode", "new file mode", "deleted file mode")
+        if k in meta
+    }
+    index = meta.get("index", "").split()
+    if len(index) >= 2:
+        found.add(index[1])
+    return found
+
+
+def gitlinks(data: bytes) -> tuple[str, ...]:
+    """Paths of the file patches whose git header names a gitlink mode (``160000``); () when the
+    bytes do not parse (the gate refuses those as unparsable anyway). ``git apply`` without an
+    index does not record a gitlink in the tree it writes, so the header is where it shows."""
+    try:
+        patches = parse_unified_diff(data)
+    except PatchParseError:
+        return ()
+    return tuple(
+        sorted(
+            {
+                p
+                for fp in patches
+                if GITLINK_MODE in fp.modes
+                for p in (fp.old_path, fp.new_path)
+                if p is not None
+            }
+        )
+    )
 
 
 def parse_unified_diff(data: bytes) -> tuple[FilePatch, ...]:
@@ -189,7 +229,8 @@ class _Parser:
         old_path, new_path, status = _git_paths(header, meta, old_name, new_name)
         if not hunks and not is_binary and not _has_structural_meta(meta):
             raise PatchParseError(f"file patch with no hunks and no metadata: {header!r}")
-        return _checked(FilePatch(old_path, new_path, status, hunks, is_binary))
+        modes = frozenset(_modes(meta))
+        return _checked(FilePatch(old_path, new_path, status, hunks, is_binary, modes))
 
     def _binary_blocks(self, header: str) -> None:
         """The forward and optional reverse ``literal``/``delta`` blocks of a binary patch."""

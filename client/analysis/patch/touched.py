@@ -20,7 +20,11 @@ from client.analysis.patch.symbols import compare_module, defined_names, symbol_
 from client.analysis.patch.treediff import PathChange, scan_tree
 from patchgate.symbols import Symbol
 
-__all__ = ["Touched", "base_symbols", "judge"]
+__all__ = ["ReadInputs", "Touched", "base_symbols", "judge", "read_inputs", "unpinned_reads"]
+
+#: Roles of changed paths that are neither production source nor pinned, nor already judged
+#: (oracle and harness: R7; pins: R8; compiled: reject_provenance): files a run may read.
+INPUT_ROLES = frozenset({"data", "excluded"})
 
 Reader = Callable[[str], bytes | None]
 
@@ -56,6 +60,17 @@ class Touched:
     def pin_mutations(self) -> tuple[str, ...]:
         """Pin files and the gate's configuration the patch touched (``R8``)."""
         return self.paths_with("pin")
+
+    def unscored_inputs(self, fixture_root: str) -> tuple[str, ...]:
+        """Changed paths that are neither production source, nor under the fixture root (the
+        fixture digest judges those: R2), nor oracle, harness, pins or compiled code: data files,
+        docs, ``exclude`` entries, inert ``pyproject.toml`` tables. A run may read any of them."""
+        root = fixture_root.strip("/")
+        return tuple(
+            p
+            for p, r in sorted(self.roles.items())
+            if set(r) <= INPUT_ROLES and not (root and (p == root or p.startswith(root + "/")))
+        )
 
     @property
     def compiled(self) -> tuple[str, ...]:
@@ -123,3 +138,63 @@ def base_symbols(layout: Layout, base: Path) -> frozenset[str]:
             continue
         names.update(f"{module}.{q}" for q in defined_names(source) or () if q)
     return frozenset(names)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadInputs:
+    """Changed unscored inputs, judged: ``oracle`` (``R7``) and ``data`` (``data:<path>``)."""
+
+    oracle: tuple[str, ...] = ()
+    data: tuple[str, ...] = ()
+    #: why the oracle inputs are oracle inputs (one line for the receipt's reasons)
+    why: str = ""
+
+
+def _seen(path: str, opened: frozenset[str]) -> bool:
+    """``path`` was opened, or a directory holding it was listed (``""``: the root)."""
+    return any(o in (path, "") or path.startswith(o.rstrip("/") + "/") for o in opened)
+
+
+def read_inputs(paths: Sequence[str], opened_paths: frozenset[str] | None) -> ReadInputs:
+    """Every file a run reads is pinned or scored (DESIGN §3, issue 22 item 3).
+
+    ``paths``: the changed unscored inputs (:meth:`Touched.unscored_inputs`). ``opened_paths``:
+    the repository paths the judge's audit hook saw any property's run open or list (a listed
+    directory covers what is under it), or None when there is no trustworthy record — every run
+    today, and ``--judge off``. With None every such path is an oracle input (``R7``); with a
+    record, a path a run opened or listed is ``R7`` and any other is a changed data input the
+    receipt names (``data:<path>``), which never earns credit (docs/gate-analysis.md)."""
+    if not paths:
+        return ReadInputs()
+    if opened_paths is None:
+        return ReadInputs(
+            oracle=tuple(paths),
+            why="no trustworthy record of which files the runs read, so every changed file "
+            "that is neither production source nor a pinned fixture may be an oracle input",
+        )
+    oracle = tuple(p for p in paths if _seen(p, opened_paths))
+    data = tuple(p for p in paths if p not in oracle)
+    return ReadInputs(oracle=oracle, data=data, why="a property's run opened or listed it")
+
+
+def unpinned_reads(
+    opened: Mapping[str, frozenset[str]] | None,
+    fixture_files: frozenset[str],
+    layout: Layout,
+) -> tuple[str, ...] | None:
+    """``check --self-test``: one warning per pinned property whose run read a repository file
+    that is neither production source, nor oracle or harness, nor a file of the fixture pin.
+    ``opened``: property id -> the repository paths its run opened (the judge's audit hook); None:
+    no trustworthy record, the self-test cannot tell (returns None)."""
+    if opened is None:
+        return None
+    out: list[str] = []
+    for pid, paths in sorted(opened.items()):
+        outside = sorted(
+            p
+            for p in paths
+            if p not in fixture_files and layout.role(p) not in {"source", "oracle", "harness"}
+        )
+        if outside:
+            out.append(f"{pid} reads files outside the fixture pin: {', '.join(outside)}")
+    return tuple(out)

@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Entry", "PathChange", "scan_tree", "tree_changes"]
+__all__ = ["Entry", "PathChange", "new_empty_dirs", "scan_tree", "tree_changes"]
 
 
 @dataclass(frozen=True)
@@ -101,3 +101,20 @@ def tree_changes(base: Path, patched: Path) -> tuple[PathChange, ...]:
         for path in sorted(set(before) | set(after))
         if before.get(path) != after.get(path)
     )
+
+
+def _empty_dirs(root: Path) -> set[str]:
+    out: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        if not dirnames and not filenames and os.path.realpath(dirpath) != os.path.realpath(root):
+            out.add(Path(dirpath).relative_to(root).as_posix())
+    return out
+
+
+def new_empty_dirs(base: Path, patched: Path) -> tuple[str, ...]:
+    """Empty directories of ``patched`` that are not empty directories of ``base``: git tracks no
+    directory, so a patch that leaves one behind wrote something that is not a file — ``git
+    apply`` without an index writes a gitlink (a submodule) that way. A directory a deletion
+    emptied counts too: it held files in the base (fail closed; the deletion is a change anyway).
+    """
+    return tuple(sorted(_empty_dirs(patched) - _empty_dirs(base)))
