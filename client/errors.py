@@ -20,7 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from patchgate.errors import FixtureScanError, PatchgateError, TransportError, UsageError
+from patchgate.errors import (
+    FixtureScanError,
+    PatchgateError,
+    TransportError,
+    UnsafeTreeError,
+    UsageError,
+)
 
 __all__ = [
     "EXIT_CONFIG",
@@ -77,7 +83,7 @@ def exit_code_for(exc: BaseException) -> int:
     TransportError 4, CommandRefused its own code, any other error 1."""
     if isinstance(exc, CommandRefused):
         return exc.exit_code
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | UnsafeTreeError):
         return EXIT_CONFIG
     if isinstance(exc, UsageError):
         return EXIT_USAGE

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from patchgate.digest import SHA256_HEX, FileEntry, Manifest, validate_path
-from patchgate.errors import PinError, PinErrors, UnsafePathError
+from patchgate.errors import PatchgateError, PinError, PinErrors, UnsafePathError
 
 __all__ = [
     "ELIGIBLE_CLASSES",
@@ -77,31 +77,18 @@ class DirSource:
 
 @dataclass(frozen=True)
 class GitSource:
-    """Pins from a git revision (``git show REV:path``)."""
+    """Pins from a git revision (the blob of ``REV:path``, no filter applied)."""
 
     repo: Path
     rev: str
 
     def read(self, path: str) -> bytes | None:
-        import subprocess  # noqa: PLC0415 - only this source needs it; the CLI starts faster
+        from patchgate import git  # noqa: PLC0415 - only this source needs it; the CLI starts faster
 
         try:
-            proc = subprocess.run(
-                ["git", "-C", str(self.repo), "show", f"{self.rev}:./{path}"],
-                capture_output=True,
-                check=False,
-                timeout=60,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise PinError(self.describe(path), "", f"git failed: {exc}") from None
-        if proc.returncode != 0:
-            err = proc.stderr.decode("utf-8", "replace")
-            if "does not exist" in err or "exists on disk, but not in" in err:
-                return None
-            raise PinError(self.describe(path), "", f"git show failed: {err.strip()}")
-        if len(proc.stdout) > MAX_PIN_BYTES:
-            raise PinError(self.describe(path), "", "file too large")
-        return proc.stdout
+            return git.read_blob(self.repo, self.rev, path, limit=MAX_PIN_BYTES)
+        except PatchgateError as exc:
+            raise PinError(self.describe(path), "", f"cannot read from git: {exc}") from None
 
     def describe(self, path: str) -> str:
         return f"{self.rev}:{path}"
