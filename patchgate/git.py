@@ -227,8 +227,10 @@ class _Bytes(_Sink):
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.got: dict[int, bytes | None] = {}
+        self.kinds: dict[int, str] = {}
 
     def take(self, index: int, kind: str, stream: IO[bytes], size: int) -> None:
+        self.kinds[index] = kind
         if kind != "blob":
             _skip(stream, size)
             self.got[index] = None
@@ -249,12 +251,15 @@ def _skip(stream: IO[bytes], size: int) -> None:
 
 
 def read_blob(repo: Path, rev: str, path: str, *, limit: int) -> bytes | None:
-    """The bytes of ``path`` at ``rev`` (None: no such path, or not a file); no filter applies."""
+    """The bytes of ``path`` at ``rev`` (None: no such path, or not a file); no filter applies.
+    PatchgateError when ``rev`` names no tree."""
     if "\n" in path or "\n" in rev:
         return None
     sink = _Bytes(limit)
-    _batch(repo, [f"{rev}:{path}"], sink)
-    return sink.got.get(0)
+    _batch(repo, [f"{rev}^{{tree}}", f"{rev}:{path}"], sink)
+    if 0 not in sink.kinds or sink.kinds[0] != "tree":
+        raise PatchgateError(f"{rev!r} is not a revision of {repo}")
+    return sink.got.get(1)
 
 
 class _Files(_Sink):

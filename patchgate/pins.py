@@ -222,6 +222,20 @@ def node_id_of(command: Sequence[str]) -> str | None:
     return next((arg for arg in command if "::" in arg and not arg.startswith("-")), None)
 
 
+def _node_id(command: Sequence[str], where: str, fieldname: str) -> None:
+    """A pytest node id of a property names a safe test file of the tree and a test name."""
+    node_id = node_id_of(command)
+    if node_id is None:
+        return
+    test_file, _, name = node_id.partition("::")
+    try:
+        validate_path(test_file)
+    except UnsafePathError as exc:
+        raise PinError(where, fieldname, f"node id {node_id!r}: its file {exc.why}") from None
+    if not name or any(not part for part in name.split("::")):
+        raise PinError(where, fieldname, f"node id {node_id!r}: no test name after '::'")
+
+
 @dataclass(frozen=True, kw_only=True)
 class FixturePin:
     """``pins/fixtures.json``: pinned fixture hashes, seed, clock bound and allowed commands."""
@@ -467,6 +481,8 @@ def _property(
             raise PinError(
                 where, pre + "command", "not allowed by allowed_commands of the fixture pin"
             )
+    with problems.check():
+        _node_id(command, where, pre + "command")
     with problems.check():
         claim = item.get("claim", "")
         if not isinstance(claim, str):
