@@ -46,8 +46,9 @@ __all__ = [
 TMP_PREFIX = ".upload-"
 
 #: How far an upload's reservation runs ahead of the bytes it has written: a stalled upload that
-#: declared 2 GiB holds what it wrote and at most this much more, never its whole declared size.
-RESERVE_STEP = 8 << 20
+#: declared 2 GiB holds what it wrote and at most this much more, never its whole declared size
+#: (a thousand stalled uploads hold 64 MiB, not the store).
+RESERVE_STEP = 64 << 10
 
 
 def is_digest(text: str) -> bool:
