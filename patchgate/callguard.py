@@ -260,10 +260,28 @@ class _Call:
             return decode(raw)
         except Exception:
             log.info("refused", rpc=self.method, code="INVALID_ARGUMENT", reason="undecodable")
-            self.context.abort(
+            raise _Refused(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"the request is not a valid message of {self.method} ({len(raw)} bytes)",
-            )
+            ) from None
+
+
+class _Refused(grpc.RpcError):
+    """Raised where the guard reads for a handler (a stream read inside the handler's own code):
+    an ``RpcError``, so the daemons' error interceptors pass it through; the guard's wrapper turns
+    it into the status."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.status, self.details_text = code, details
+
+
+@contextmanager
+def _statuses(context: grpc.ServicerContext) -> Iterator[None]:
+    try:
+        yield
+    except _Refused as exc:
+        context.abort(exc.status, exc.details_text)
 
 
 class CallGuard(grpc.ServerInterceptor):  # type: ignore[type-arg]
@@ -325,7 +343,7 @@ class CallGuard(grpc.ServerInterceptor):  # type: ignore[type-arg]
             inner_uu = handler.unary_unary
 
             def uu(requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
-                with admitted(context) as call:
+                with admitted(context) as call, _statuses(context):
                     return inner_uu(call.one(requests, decode), context)
 
             return grpc.stream_unary_rpc_method_handler(uu, None, serialize)
@@ -333,7 +351,7 @@ class CallGuard(grpc.ServerInterceptor):  # type: ignore[type-arg]
             inner_us = handler.unary_stream
 
             def us(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
-                with admitted(context) as call:
+                with admitted(context) as call, _statuses(context):
                     yield from inner_us(call.one(requests, decode), context)
 
             return grpc.stream_stream_rpc_method_handler(us, None, serialize)
@@ -341,7 +359,7 @@ class CallGuard(grpc.ServerInterceptor):  # type: ignore[type-arg]
             inner_su = handler.stream_unary
 
             def su(requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
-                with admitted(context) as call:
+                with admitted(context) as call, _statuses(context):
                     return inner_su(call.many(requests, decode), context)
 
             return grpc.stream_unary_rpc_method_handler(su, None, serialize)
@@ -350,7 +368,7 @@ class CallGuard(grpc.ServerInterceptor):  # type: ignore[type-arg]
             return handler
 
         def ss(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
-            with admitted(context) as call:
+            with admitted(context) as call, _statuses(context):
                 yield from inner_ss(call.many(requests, decode), context)
 
         return grpc.stream_stream_rpc_method_handler(ss, None, serialize)

@@ -140,3 +140,32 @@ def test_stalled_callers_freeze_neither_daemon_and_nothing_grows(
         assert threads3 <= threads2 + 4, after
         assert fds3 <= fds2 + 8, after
         assert rss3 <= rss2 * 1.10 + 16 * 1024, after
+
+
+def test_malformed_protobuf_is_invalid_argument_and_logged_on_both_daemons(
+    signer_daemon: SignerDaemon, executor_daemon: ExecutorProc
+) -> None:
+    """Bytes that are no message of the method: INVALID_ARGUMENT and a log line (was INTERNAL,
+    unlogged, at the executor), on unary and streaming methods alike."""
+    garbage = b"\xff\xff\xff\xff"
+
+    def call(ch: grpc.Channel, method: str, kind: str) -> object:
+        if kind == "unary_stream":
+            return list(ch.unary_stream(method)(garbage, timeout=60))
+        if kind == "stream_unary":
+            return ch.stream_unary(method)(iter([garbage]), timeout=60)
+        return ch.unary_unary(method)(garbage, timeout=60)
+
+    for address, method, kind in (
+        (executor_daemon.address, EXECUTE, "unary_stream"),
+        (executor_daemon.address, UPLOAD, "stream_unary"),
+        (executor_daemon.address, "/patchgate.v1.Executor/FindMissingBlobs", "unary_unary"),
+        (signer_daemon.address, SIGN, "unary_unary"),
+    ):
+        with grpc.insecure_channel(address) as ch, pytest.raises(grpc.RpcError) as err:
+            call(ch, method, kind)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (method, err.value)
+    assert "undecodable" in executor_daemon.log()
+    # the daemons still serve
+    with SignerClient(signer_daemon.address, timeout=60) as sc:
+        assert sc.sign_fixture_digest(numbered_manifest(7))[1]
