@@ -228,6 +228,8 @@ def _node_id(command: Sequence[str], where: str, fieldname: str) -> None:
     if node_id is None:
         return
     test_file, _, name = node_id.partition("::")
+    while test_file.startswith("./"):  # pytest reads ``./tests/x.py`` as ``tests/x.py``
+        test_file = test_file[2:]
     try:
         validate_path(test_file)
     except UnsafePathError as exc:
