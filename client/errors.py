@@ -25,6 +25,7 @@ from patchgate.errors import (
     FixtureScanError,
     PatchgateError,
     TransportError,
+    UnsafeTreeError,
     UsageError,
 )
 
@@ -83,7 +84,7 @@ def exit_code_for(exc: BaseException) -> int:
     TransportError 4, CommandRefused its own code, any other error 1."""
     if isinstance(exc, CommandRefused):
         return exc.exit_code
-    if isinstance(exc, ConfigError | EnvironmentBuildError):
+    if isinstance(exc, ConfigError | EnvironmentBuildError | UnsafeTreeError):
         return EXIT_CONFIG
     if isinstance(exc, UsageError):
         return EXIT_USAGE

@@ -36,6 +36,7 @@ from executord.service.adapter import ErrorInterceptor, ExecutorService
 from executord.settings import ExecutorSettings, default_state_dir, parse_bytes
 from executord.store.blobstore import BlobStore
 from patchgate.addr import parse_address, plaintext_listen_allowed
+from patchgate.callguard import CallLimits
 from patchgate.errors import PatchgateError, UsageError
 from patchgate.keys import Keyring, Signer, load_signer
 from patchgate.logs import configure_logging
@@ -125,6 +126,7 @@ def _settings(args: argparse.Namespace) -> ExecutorSettings:
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
             client_ca=args.client_ca,
+            limits=CallLimits.from_env(os.environ),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -245,7 +247,7 @@ def _build(  # noqa: PLR0917 - private, one call site
             interceptors=(
                 (RoleInterceptor(), ErrorInterceptor()) if credentials else (ErrorInterceptor(),)
             ),
-            max_workers=32,
+            limits=settings.limits,
             credentials=credentials,
             grace_seconds=drain_grace(settings.shutdown_grace_s),
         ),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from patchgate.callguard import CallLimits
 
 __all__ = ["ExecutorSettings", "default_state_dir", "parse_bytes"]
 
@@ -54,6 +56,8 @@ class ExecutorSettings:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     client_ca: Path | None = None
+    #: admission, idle limit and total deadline of every call (``PATCHGATE_MAX_CALLS``, ...)
+    limits: CallLimits = field(default_factory=CallLimits)
 
     @property
     def blob_dir(self) -> Path:

@@ -15,6 +15,7 @@ import re
 import signal
 import stat
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,16 +49,30 @@ FilePath: TypeAlias = "str | os.PathLike[str]"
 _Item: TypeAlias = "tuple[str, FilePath]"
 
 
-_UNSAFE = re.compile(r"[\x00\n\\]|(?:^|/)\.{0,2}(?:/|$)")
-"""One search finds every unsafe shape: NUL, newline, backslash, or an empty, '.' or '..' segment
-(an absolute path starts with an empty segment). Only a path it flags pays for the reason."""
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\\]|(?:^|/)\.{0,2}(?:/|$)")
+"""One search finds every unsafe shape: a C0 or C1 control (NUL and newline included), DEL,
+backslash, or an empty, '.' or '..' segment (an absolute path starts with an empty segment). Only a
+path it flags pays for the reason."""
+
+#: Unicode categories a path never holds beside the controls: format characters (bidi overrides
+#: and isolates, zero-width space and joiners, the byte-order mark...) and line/paragraph
+#: separators — each makes a path read as another one to a person.
+_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
 def validate_path(path: str) -> str:
     """Return ``path`` if it is a safe relative POSIX path in UTF-8, else raise UnsafePathError."""
-    if isinstance(path, str) and _UNSAFE.search(path) is None and (path.isascii() or _utf8(path)):
+    if (
+        isinstance(path, str)
+        and _UNSAFE.search(path) is None
+        and (path.isascii() or (_utf8(path) and _visible(path)))
+    ):
         return path
     raise _unsafe_reason(path)
+
+
+def _visible(path: str) -> bool:
+    return not any(unicodedata.category(c) in _INVISIBLE for c in path if not c.isascii())
 
 
 def _utf8(path: str) -> bool:
@@ -81,6 +96,11 @@ def _unsafe_reason(path: object) -> UnsafePathError:
     ):
         if bad in path:
             return UnsafePathError(path, why)
+    for c in path:
+        if unicodedata.category(c) in _INVISIBLE:
+            return UnsafePathError(
+                path, f"contains a control or invisible format character (U+{ord(c):04X})"
+            )
     if path.startswith("/"):
         return UnsafePathError(path, "absolute path")
     for segment in path.split("/"):

@@ -5,6 +5,8 @@ Hierarchy::
     PatchgateError                 base of everything patchgate raises on purpose
     ├── UsageError                 bad flags or arguments (CLI exit 64)
     ├── UnsafePathError            a path that is not a safe relative POSIX path (DESIGN §4)
+    ├── UnsafeTreeError            a revision whose tree cannot be materialized safely (an absolute
+    │                              symlink, a link leaving the tree, a .git path): exit 78
     ├── FixtureScanError           missing / extra / unsafe / mismatched fixture files (exit 2)
     ├── PinError                   a pin file that is missing, malformed or inconsistent
     │   └── PinErrors              ... several of them, every one found (``errors``)
@@ -41,6 +43,7 @@ __all__ = [
     "RefusedError",
     "TransportError",
     "UnsafePathError",
+    "UnsafeTreeError",
     "UsageError",
     "VerificationError",
 ]
@@ -70,6 +73,15 @@ class UnsafePathError(PatchgateError):
 
     def __init__(self, path: str, why: str) -> None:
         super().__init__(f"unsafe path {path!r}: {why}")
+        self.path = path
+        self.why = why
+
+
+class UnsafeTreeError(PatchgateError):
+    """A revision's tree holds an entry patchgate will not write: ``path`` names it."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"the revision's tree cannot be materialized safely: {path!r}: {why}")
         self.path = path
         self.why = why
 

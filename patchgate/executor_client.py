@@ -12,6 +12,7 @@ report came from the process that answered GetInfo, not that this process is one
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import threading
@@ -35,6 +36,7 @@ from patchgate.keys import KeyEntry, Keyring, keyid_of, load_public_pem
 from patchgate.pins import PropertyPin
 from patchgate.report import verify_result
 from patchgate.results import RunOutcome, TransportRecord
+from patchgate.symbols import MAX_TARGETS, wire_name
 from patchgate.v1 import common_pb2, executor_pb2, executor_pb2_grpc
 
 if TYPE_CHECKING:
@@ -74,6 +76,15 @@ class ExecutionResult:
     uploaded_bytes: int
     logs: tuple[SandboxLog, ...] = ()  # what each sandbox printed: for people, never outcomes
     alone: tuple[tuple[str, int, str], ...] = ()  # (property, run, why) re-run alone in a batch
+
+
+def _named_back(result: ExecutionResult, named: dict[str, str]) -> ExecutionResult:
+    """``result`` with each outcome's ``executed`` in symbol names again (see ``wire_name``)."""
+    outcomes = tuple(
+        dataclasses.replace(o, executed=tuple(sorted({named[e] for e in o.executed if e in named})))
+        for o in result.outcomes
+    )
+    return dataclasses.replace(result, outcomes=outcomes)
 
 
 def workspace_files(workspace: Path, fixture_root: str) -> dict[str, Path]:
@@ -225,6 +236,8 @@ class ExecutorClient:
             manifest, signed_digest, _ = parse_fixture_statement(fixture_envelope.payload)
         except EnvelopeError as exc:
             raise RefusedError("INVALID_ARGUMENT", f"fixture envelope: {exc}") from None
+        sent = list(targets)[:MAX_TARGETS]
+        named = {wire_name(n): n for _p, _f, _la, n in sent}
         files = workspace_files(Path(workspace), fixture_root)
         entries = hash_files(files)
         blobs = {e.sha256: files[p] for p, e in entries.items()}
@@ -244,8 +257,8 @@ class ExecutorClient:
             ],
             runs=runs,
             targets=[
-                executor_pb2.CodeTarget(path=p, first_line=f, last_line=la, name=n)
-                for p, f, la, n in targets
+                executor_pb2.CodeTarget(path=p, first_line=f, last_line=la, name=wire_name(n))
+                for p, f, la, n in sent
             ],
             isolation=isolation,
             environment=[
@@ -263,7 +276,10 @@ class ExecutorClient:
         except TransportError as exc:
             return self._failed(pairs, exc.kind, exc.detail, uploaded)
         expected = (request_id, signed_digest, manifest.environment_digest or "executor")
-        return self._verify(result, keyring, expected, pairs, uploaded, upload_ms)
+        return _named_back(
+            self._verify(result, keyring, expected, pairs, uploaded, upload_ms),
+            named,
+        )
 
     def _stream(
         self, request: executor_pb2.ExecuteRequest, on_progress: Callable[[str], None] | None

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from patchgate.digest import SHA256_HEX, FileEntry, Manifest, validate_path
 from patchgate.environment import EnvironmentConfig, parse_environment, parse_lock
-from patchgate.errors import PinError, PinErrors, UnsafePathError
+from patchgate.errors import PatchgateError, PinError, PinErrors, UnsafePathError
 
 __all__ = [
     "ELIGIBLE_CLASSES",
@@ -78,31 +78,18 @@ class DirSource:
 
 @dataclass(frozen=True)
 class GitSource:
-    """Pins from a git revision (``git show REV:path``)."""
+    """Pins from a git revision (the blob of ``REV:path``, no filter applied)."""
 
     repo: Path
     rev: str
 
     def read(self, path: str) -> bytes | None:
-        import subprocess  # noqa: PLC0415 - only this source needs it; the CLI starts faster
+        from patchgate import git  # noqa: PLC0415 - only this source needs it; the CLI starts faster
 
         try:
-            proc = subprocess.run(
-                ["git", "-C", str(self.repo), "show", f"{self.rev}:./{path}"],
-                capture_output=True,
-                check=False,
-                timeout=60,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise PinError(self.describe(path), "", f"git failed: {exc}") from None
-        if proc.returncode != 0:
-            err = proc.stderr.decode("utf-8", "replace")
-            if "does not exist" in err or "exists on disk, but not in" in err:
-                return None
-            raise PinError(self.describe(path), "", f"git show failed: {err.strip()}")
-        if len(proc.stdout) > MAX_PIN_BYTES:
-            raise PinError(self.describe(path), "", "file too large")
-        return proc.stdout
+            return git.read_blob(self.repo, self.rev, path, limit=MAX_PIN_BYTES)
+        except PatchgateError as exc:
+            raise PinError(self.describe(path), "", f"cannot read from git: {exc}") from None
 
     def describe(self, path: str) -> str:
         return f"{self.rev}:{path}"
@@ -240,6 +227,22 @@ def command_allowed(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> bo
 def node_id_of(command: Sequence[str]) -> str | None:
     """The pytest node id argument of ``command`` (the first one containing ``::``), else None."""
     return next((arg for arg in command if "::" in arg and not arg.startswith("-")), None)
+
+
+def _node_id(command: Sequence[str], where: str, fieldname: str) -> None:
+    """A pytest node id of a property names a safe test file of the tree and a test name."""
+    node_id = node_id_of(command)
+    if node_id is None:
+        return
+    test_file, _, name = node_id.partition("::")
+    while test_file.startswith("./"):  # pytest reads ``./tests/x.py`` as ``tests/x.py``
+        test_file = test_file[2:]
+    try:
+        validate_path(test_file)
+    except UnsafePathError as exc:
+        raise PinError(where, fieldname, f"node id {node_id!r}: its file {exc.why}") from None
+    if not name or any(not part for part in name.split("::")):
+        raise PinError(where, fieldname, f"node id {node_id!r}: no test name after '::'")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -497,6 +500,8 @@ def _property(
             raise PinError(
                 where, pre + "command", "not allowed by allowed_commands of the fixture pin"
             )
+    with problems.check():
+        _node_id(command, where, pre + "command")
     with problems.check():
         claim = item.get("claim", "")
         if not isinstance(claim, str):

@@ -1,7 +1,9 @@
 """gRPC daemon plumbing shared by the signer and the executor.
 
 Binds ``unix:/path`` or ``host:port`` (port 0 is allowed; the bound port is reported), registers the
-health and reflection services, bounds message size and concurrency, and on SIGTERM/SIGINT stops
+health and reflection services, bounds message size, and every call through
+:class:`patchgate.callguard.CallGuard` (admission per peer and in total, idle limit, total deadline,
+clean refusal of undecodable requests), and on SIGTERM/SIGINT stops
 accepting, drains in-flight RPCs for a grace period, and returns so the process exits 0.
 """
 
@@ -22,8 +24,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from patchgate.addr import parse_address
+from patchgate.callguard import CallGuard, CallLimits
 
-__all__ = ["Behavior", "DaemonServer", "ServerSettings", "wrap_handler"]
+__all__ = ["Behavior", "CallLimits", "DaemonServer", "ServerSettings", "wrap_handler"]
 
 log = structlog.get_logger("patchgate.server")
 
@@ -62,8 +65,7 @@ class ServerSettings:
     """How a daemon listens."""
 
     listen: str
-    max_workers: int = 16
-    max_concurrent_rpcs: int = 256
+    limits: CallLimits = field(default_factory=CallLimits)
     max_message_bytes: int = 16 << 20
     grace_seconds: float = 10.0
     credentials: grpc.ServerCredentials | None = None
@@ -87,11 +89,16 @@ class DaemonServer:
             ("grpc.max_send_message_length", settings.max_message_bytes),
             ("grpc.so_reuseport", 0),
         ]
+        # The guard is outermost: it admits, times and decodes every call (patchgate.callguard);
+        # the pool has a thread for every call it admits, and grpcio's own bound is a backstop.
+        self.guard = CallGuard(settings.limits)
         self.server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=settings.max_workers),
-            interceptors=list(settings.interceptors),
+            futures.ThreadPoolExecutor(
+                max_workers=settings.limits.threads, thread_name_prefix="rpc"
+            ),
+            interceptors=[self.guard, *settings.interceptors],
             options=options,
-            maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+            maximum_concurrent_rpcs=settings.limits.threads * 4,
         )
         register(self.server)
         self.health = health.HealthServicer()
@@ -138,6 +145,7 @@ class DaemonServer:
         # hold its thread, and waiting for it must not hold the process (the caller decides).
         if not done.wait(grace + 1.0):
             log.warning("calls still running after the grace", grace_s=grace)
+        self.guard.watchdog.stop()
         if self._address.unix_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._address.unix_path)

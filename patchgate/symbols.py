@@ -15,12 +15,36 @@ module (one name the patch changed in two modules) by nothing (fail closed).
 
 from __future__ import annotations
 
-__all__ = ["KINDS", "MODULE_PREFIX", "Cover", "Symbol", "covers", "module_of"]
+import hashlib
+
+__all__ = [
+    "KINDS", "MAX_TARGETS", "MAX_TARGET_NAME", "MODULE_PREFIX", "WIRE_NAME_CHARS", "Cover",
+    "Symbol", "covers", "module_of", "wire_name",
+]  # fmt: skip
 
 #: What a ``covers`` entry can name in the base tree.
 KINDS = ("module", "class", "function")
 
 MODULE_PREFIX = "module:"
+
+#: Targets of one ``Execute`` (the executor refuses more). A client sends at most this many, the
+#: innermost first; a changed symbol beyond them gets no trace, so its runs never executed it
+#: (no credit) — the check is still scored, never refused.
+MAX_TARGETS = 1024
+#: The longest target name the executor accepts.
+MAX_TARGET_NAME = 512
+#: Names on the wire are at most this long: a longer symbol name goes as a hash of it (the client
+#: maps it back), so one item record of the reporter naming every target stays small.
+WIRE_NAME_CHARS = 64
+
+
+def wire_name(name: str) -> str:
+    """The name a target carries to the executor (and back in ``executed``): ``name`` itself when
+    short, else ``sha256:`` and 40 hex digits of it (a symbol name never holds ``:``)."""
+    if len(name) <= WIRE_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"sha256:{digest[:40]}"
 
 
 class Symbol(str):

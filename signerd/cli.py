@@ -122,8 +122,7 @@ def _serve(args: argparse.Namespace) -> int:
     server = DaemonServer(
         ServerSettings(
             listen=settings.listen,
-            max_workers=settings.max_workers,
-            max_concurrent_rpcs=settings.max_concurrent_rpcs,
+            limits=settings.limits,
             max_message_bytes=settings.max_message_bytes,
             grace_seconds=settings.grace_seconds,
             credentials=credentials,

@@ -4,7 +4,8 @@ Environment variables (used when the flag is absent): ``PATCHGATE_SIGNER_KEY`` (
 list), ``PATCHGATE_SIGNER_LISTEN``, ``PATCHGATE_SIGNER_AUDIT_LOG``,
 ``PATCHGATE_SIGNER_PASSPHRASE_FILE``,
 ``PATCHGATE_SIGNER_TLS_CERT``, ``PATCHGATE_SIGNER_TLS_KEY``, ``PATCHGATE_SIGNER_CLIENT_CA``,
-``PATCHGATE_SIGNER_MAX_WORKERS``, ``PATCHGATE_SIGNER_MAX_CONCURRENT_RPCS``, ``PATCHGATE_LOG_LEVEL``.
+``PATCHGATE_MAX_CALLS``, ``PATCHGATE_MAX_CALLS_PER_PEER``, ``PATCHGATE_IDLE_SECONDS``,
+``PATCHGATE_MAX_CALL_SECONDS`` (see :mod:`patchgate.callguard`), ``PATCHGATE_LOG_LEVEL``.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchgate.addr import parse_address, plaintext_listen_allowed
+from patchgate.callguard import CallLimits
 from patchgate.errors import UsageError
 from patchgate.tls import ServerTLS
 from signerd.errors import ConfigError
@@ -34,8 +36,7 @@ class SignerSettings:
     audit_log: Path
     passphrase_file: Path | None = None
     tls: ServerTLS | None = None
-    max_workers: int = 16
-    max_concurrent_rpcs: int = 64
+    limits: CallLimits = field(default_factory=CallLimits)
     max_message_bytes: int = MAX_MESSAGE_BYTES
     grace_seconds: float = 10.0
     log_level: str = "info"
@@ -49,8 +50,6 @@ class SignerSettings:
                 f"{self.listen}: refusing TCP without TLS; give --tls-cert, --tls-key and "
                 "--client-ca, or listen on a unix socket"
             )
-        if not 1 <= self.max_workers <= 256 or not 1 <= self.max_concurrent_rpcs <= 4096:
-            raise UsageError("serve: max workers must be 1..256 and max concurrent RPCs 1..4096")
 
     @classmethod
     def build(
@@ -92,18 +91,18 @@ class SignerSettings:
                 raise UsageError("serve: --tls-cert, --tls-key and --client-ca go together")
             tls = ServerTLS(cert=cert, key=key, client_ca=ca)
         try:
-            workers = int(env.get("PATCHGATE_SIGNER_MAX_WORKERS", "16"))
-            rpcs = int(env.get("PATCHGATE_SIGNER_MAX_CONCURRENT_RPCS", "64"))
+            limits = CallLimits.from_env(env)
         except ValueError as exc:
-            raise UsageError(f"serve: bad PATCHGATE_SIGNER_MAX_* value: {exc}") from None
+            raise UsageError(
+                f"serve: bad PATCHGATE_MAX_CALLS/IDLE_SECONDS/... value: {exc}"
+            ) from None
         return cls(
             keys=tuple(key_paths),
             listen=listen,
             audit_log=audit or Path("signer-audit.jsonl"),
             passphrase_file=pick(passphrase_file, "PASSPHRASE_FILE"),
             tls=tls,
-            max_workers=workers,
-            max_concurrent_rpcs=rpcs,
+            limits=limits,
             log_level=env.get("PATCHGATE_LOG_LEVEL", "info"),
         )
 

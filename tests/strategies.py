@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 _SEGMENT_CHARS = st.characters(
-    blacklist_categories=("Cs", "Cc"),
+    blacklist_categories=("Cs", "Cc", "Cf", "Zl", "Zp"),
     blacklist_characters="/\\\x00\n",
 )
 _segments = st.text(_SEGMENT_CHARS, min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))

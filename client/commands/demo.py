@@ -25,6 +25,7 @@ from typing import Any
 from client.lanes.daemons import console_script
 from client.lanes.engine import ensure_engine, repo_root
 from client.lanes.local import LaneSettings, lane_down, lane_up
+from patchgate import git
 from patchgate.errors import PatchgateError
 
 __all__ = ["Expectation", "register", "run"]
@@ -118,16 +119,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _git(repo: Path, *args: str) -> str:
-    import os  # noqa: PLC0415 - only the demo needs the environment merge
-
-    proc = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **_GIT_ENV},
-    )
-    return proc.stdout.strip()
+    proc = git.run(repo, *args, env=_GIT_ENV)
+    if proc.returncode != 0:
+        raise PatchgateError(f"git {args[0]}: {proc.stderr.decode('utf-8', 'replace').strip()}")
+    return proc.stdout.decode("utf-8", "replace").strip()
 
 
 def _base_repo(example: Path, work: Path) -> tuple[Path, str]:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 from pathlib import Path
 
 from client.commands._util import print_json
 from client.errors import ConfigError
 from client.gate.environment import build_for
 from client.gate.workspace import resolve_rev
+from patchgate import git
 from patchgate.errors import PinError, PinErrors, UsageError
 from patchgate.pins import GitSource, ProjectConfig, load_pins
 
@@ -79,13 +79,8 @@ def _config(repo: Path, commit: str) -> ProjectConfig:
 
 
 def _has_src(repo: Path, commit: str) -> bool:
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "cat-file", "-t", f"{commit}:src"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return proc.returncode == 0 and proc.stdout.strip() == "tree"
+    proc = git.run(repo, "cat-file", "-t", f"{commit}:src")
+    return proc.returncode == 0 and proc.stdout.strip() == b"tree"
 
 
 def run(args: argparse.Namespace) -> int:

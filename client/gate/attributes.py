@@ -24,7 +24,6 @@ Two refusals:
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from client.analysis.patch.diffparse import gitlinks
 from client.analysis.patch.treediff import PathChange, new_empty_dirs
+from patchgate import git
 from patchgate.errors import PatchgateError
 
 __all__ = [
@@ -168,14 +168,8 @@ def _regex(pattern: str, directory: str) -> re.Pattern[str]:
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    try:
-        return subprocess.run(
-            ["git", "-C", str(repo), *args],
-            capture_output=True, check=False, timeout=_GIT_TIMEOUT, env=env,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise PatchgateError(f"git {args[0]} failed: {exc}") from exc
+    """Through :func:`patchgate.git.run`: nothing the repository configures runs."""
+    return git.run(repo, *args, timeout=_GIT_TIMEOUT)
 
 
 def _tree_files(repo: Path, commit: str) -> list[str]:

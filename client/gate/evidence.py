@@ -86,10 +86,13 @@ def _tests_of(tree: ast.Module) -> dict[str, _Def]:
 
 
 def log_path(out: Path, property_id: str, run_index: int) -> Path:
-    """``out/runs/<property>/<run>.log``; a property id is made a safe single file name."""
-    name = _UNSAFE.sub("_", property_id)
+    """``out/runs/<property>/<run>.log``; a property id is made a safe single file name, one to
+    one: every byte outside ``A-Z a-z 0-9 . _ -`` is ``%XX`` (``%`` itself included), and a name
+    of only dots is escaped whole, so two ids never share a directory (``a:b`` is ``a%3Ab``,
+    ``a_b`` stays ``a_b``)."""
+    name = _UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), property_id)
     if name in ("", ".", ".."):
-        name = name.replace(".", "_") or "_"
+        name = "".join(f"%{ord(c):02X}" for c in name) or "%"
     return out / RUNS_DIR / name / f"{run_index}.log"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -26,7 +27,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from patchgate.atomicfile import atomic_write_json
 from patchgate.errors import PatchgateError, TransportError
 
-__all__ = ["DaemonProc", "LaneState", "console_script", "start_daemon", "stop_pid", "wait_healthy"]
+__all__ = [
+    "DaemonProc", "LaneState", "console_script", "is_running", "process_identity", "start_daemon",
+    "stop_pid", "wait_healthy",
+]  # fmt: skip
 
 _STATE_FILE = "lane.json"
 
@@ -39,6 +43,9 @@ class DaemonProc:
     pid: int
     address: str
     log: str
+    #: who ``pid`` was when ``up`` started it: boot id and start time of ``/proc/<pid>/stat``
+    #: ("" in a lane.json of an older ``up``: then ``down`` signals nothing, see ``stop_pid``)
+    identity: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,7 +107,13 @@ def start_daemon(name: str, args: list[str], address: str, log_path: Path) -> Da
             start_new_session=True,
             close_fds=True,
         )
-    daemon = DaemonProc(name=name, pid=proc.pid, address=address, log=str(log_path))
+    daemon = DaemonProc(
+        name=name,
+        pid=proc.pid,
+        address=address,
+        log=str(log_path),
+        identity=process_identity(proc.pid) or "",
+    )
     try:
         wait_healthy(address, proc=proc, timeout=120.0)
     except TransportError:
@@ -141,8 +154,37 @@ def wait_healthy(
     raise TransportError("unavailable", f"{address} not healthy after {timeout:.0f}s ({last})")
 
 
-def stop_pid(pid: int, *, grace: float = 15.0) -> bool:
-    """SIGTERM ``pid``, wait up to ``grace`` seconds, then SIGKILL. True if it was running."""
+def process_identity(pid: int) -> str | None:
+    """``<boot id>:<start time>`` of process ``pid`` (``/proc``), None when there is none: a pid
+    names one process only for as long as it lives, this names it for good."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            boot = fh.read().strip()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after the command name, which may hold spaces
+    if len(fields) < 20:  # starttime is field 22 of proc(5), index 19 here
+        return None
+    return f"{boot}:{fields[19]}"
+
+
+def is_running(pid: int, identity: str) -> bool:
+    """True when ``pid`` is still the process ``identity`` named (never for an empty identity)."""
+    return bool(identity) and process_identity(pid) == identity
+
+
+def stop_pid(pid: int, *, identity: str | None = None, grace: float = 15.0) -> bool:
+    """SIGTERM ``pid``, wait up to ``grace`` seconds, then SIGKILL. True if it was running.
+
+    With ``identity`` (what :func:`process_identity` said at start), a pid now naming another
+    process — the daemon died and the pid was reused — is never signalled: the process is held by
+    a pidfd (so the pid cannot change hands between the check and the signal) and its identity
+    checked first. ``identity=None``: a child of this process, which cannot have been reused.
+    """
+    if identity is not None:
+        return _stop_identified(pid, identity, grace)
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -157,6 +199,32 @@ def stop_pid(pid: int, *, grace: float = 15.0) -> bool:
     while _alive(pid):
         time.sleep(0.05)
     return True
+
+
+def _stop_identified(pid: int, identity: str, grace: float) -> bool:
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    try:
+        if not is_running(pid, identity):
+            return False  # another process has the pid now (or no identity was recorded)
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(pidfd, signal.SIGTERM)
+        if not _exited(pidfd, grace):
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            _exited(pidfd, None)
+        return True
+    finally:
+        os.close(pidfd)
+
+
+def _exited(pidfd: int, timeout: float | None) -> bool:
+    """Wait until the process of ``pidfd`` has exited (the fd turns readable)."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(None if timeout is None else int(timeout * 1000)))
 
 
 def _alive(pid: int) -> bool:

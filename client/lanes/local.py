@@ -28,7 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.lanes.daemons import DaemonProc, LaneState, console_script, start_daemon, stop_pid
+from client.lanes.daemons import (
+    DaemonProc,
+    LaneState,
+    console_script,
+    is_running,
+    process_identity,
+    start_daemon,
+    stop_pid,
+)
 from client.lanes.state import check_state_dir, settings_path, write_settings
 from patchgate.errors import PatchgateError
 
@@ -90,7 +98,9 @@ def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
     state = settings.state_dir.resolve()
     check_state_dir(state)
     existing = LaneState.load(state)
-    if existing is not None and any(_alive(d.pid) for d in (existing.signer, existing.executor)):
+    if existing is not None and any(
+        is_running(d.pid, d.identity) for d in (existing.signer, existing.executor)
+    ):
         raise PatchgateError(f"a lane is already up in {state}; run `patchgate down` first")
     state.mkdir(parents=True, exist_ok=True, mode=0o750)
     os.chmod(state, 0o750)  # noqa: S103 - group access is the patchgate-clients model
@@ -135,7 +145,7 @@ def lane_up(settings: LaneSettings, say: Callable[[str], None]) -> LaneState:
         write_settings(state, check_table(lane))
     except BaseException:
         for d in reversed(started):
-            stop_pid(d.pid)
+            stop_pid(d.pid, identity=d.identity)
             _remove_socket(d)
         (state / "lane.json").unlink(missing_ok=True)
         raise
@@ -161,9 +171,14 @@ def lane_down(state_dir: Path, say: Callable[[str], None]) -> bool:
         return False
     stopped = False
     for d in (lane.executor, lane.signer):
-        if stop_pid(d.pid):
+        if stop_pid(d.pid, identity=d.identity):
             say(f"stopped {d.name} (pid {d.pid})")
             stopped = True
+        elif process_identity(d.pid) is not None:
+            say(
+                f"not stopping pid {d.pid}: it is no longer the {d.name} `up` started "
+                "(the daemon ended and the pid was reused, or the lane state is older)"
+            )
         _remove_socket(d)
     (state / "lane.json").unlink(missing_ok=True)
     settings_path(state).unlink(missing_ok=True)  # else `check` would dial dead sockets
@@ -173,11 +188,3 @@ def lane_down(state_dir: Path, say: Callable[[str], None]) -> bool:
 def _remove_socket(d: DaemonProc) -> None:
     if d.address.startswith("unix:"):
         Path(d.address[len("unix:") :]).unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

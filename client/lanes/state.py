@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
+from patchgate import git
 from patchgate.atomicfile import atomic_write_bytes
-from patchgate.errors import UsageError
+from patchgate.errors import PatchgateError, UsageError
 
 __all__ = [
     "DEFAULT_LANE",
@@ -109,11 +109,6 @@ def settings_path(state_dir: Path) -> Path:
     return Path(state_dir) / SETTINGS_FILE
 
 
-def _git_env() -> dict[str, str]:
-    # GIT_DIR, GIT_WORK_TREE, ... would make git answer about another repository than the path's
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-
-
 def _work_tree_of(path: Path) -> Path | None:
     """The nearest directory at or above ``path`` holding a ``.git`` (a work tree), if any."""
     for place in (path, *path.parents):
@@ -147,28 +142,27 @@ def check_state_dir(state_dir: Path) -> None:
         return
     wanted = [str(state / name) for name in STATE_FILES]
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(top), "check-ignore", "--stdin", "-z"],
-            input="\0".join(wanted) + "\0",
-            capture_output=True,
-            text=True,
+        proc = git.run(
+            top,
+            "check-ignore",
+            "--stdin",
+            "-z",
+            stdin=("\0".join(wanted) + "\0").encode("utf-8", "surrogateescape"),
             timeout=_GIT_TIMEOUT,
-            check=False,
-            env=_git_env(),
-            errors="surrogateescape",
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except PatchgateError as exc:
         raise UsageError(
             f"state directory {state} is inside the git work tree {top} and git cannot say "
             f"whether it is ignored ({exc}); pass --state outside the work tree"
         ) from None
+    stderr = proc.stderr.decode("utf-8", "replace")
     if proc.returncode not in (0, 1):  # 1: nothing ignored
-        reason = " ".join(proc.stderr.split()) or f"git exited {proc.returncode}"
+        reason = " ".join(stderr.split()) or f"git exited {proc.returncode}"
         raise UsageError(
             f"state directory {state} is inside the git work tree {top} and git cannot say "
             f"whether it is ignored ({reason}); pass --state outside the work tree"
         )
-    ignored = {p for p in proc.stdout.split("\0") if p}
+    ignored = {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
     missing = [w for w in wanted if w not in ignored]
     if missing:
         rel = Path(missing[0]).relative_to(top)

@@ -2,7 +2,7 @@
 
 Both read the pin files through a :class:`patchgate.pins.PinSource` (so an error names the file
 as ``path`` or ``REV:path``) and give a directory holding the tree's files: the working tree
-itself, or the revision extracted with ``git archive`` into a temp dir — the same extraction
+itself, or the revision written from its blobs into a temp dir — the same materialization
 ``patchgate check`` makes of its base (:func:`client.gate.workspace.tree_at`).
 
 :func:`python_files` lists what may be the project's own modules: regular ``.py`` files, never

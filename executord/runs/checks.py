@@ -14,14 +14,13 @@ from executord.store.blobstore import is_digest
 from patchgate.digest import Manifest, validate_path
 from patchgate.errors import UnsafePathError
 from patchgate.pins import command_allowed
+from patchgate.symbols import MAX_TARGET_NAME, MAX_TARGETS
 
 __all__ = ["ISOLATIONS", "MAX_RUNS", "MAX_TARGETS", "check_request"]
 
 ISOLATIONS = ("run", "property")
 
 MAX_RUNS = 5
-MAX_TARGETS = 256
-MAX_TARGET_NAME = 512
 MAX_TARGET_LINE = 10_000_000
 
 

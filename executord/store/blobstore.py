@@ -38,7 +38,17 @@ from pathlib import Path
 from executord.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from patchgate.digest import SHA256_HEX
 
-__all__ = ["BlobStore", "Chunk", "IngestStats", "Scan", "StoredBlob", "is_digest", "scan_store"]
+__all__ = [
+    "RESERVE_STEP", "BlobStore", "Chunk", "IngestStats", "Scan", "StoredBlob", "is_digest",
+    "scan_store",
+]  # fmt: skip
+
+TMP_PREFIX = ".upload-"
+
+#: How far an upload's reservation runs ahead of the bytes it has written: a stalled upload that
+#: declared 2 GiB holds what it wrote and at most this much more, never its whole declared size
+#: (a thousand stalled uploads hold 64 MiB, not the store).
+RESERVE_STEP = 64 << 10
 
 
 def is_digest(text: str) -> bool:
@@ -124,12 +134,18 @@ class _Users:
 
 
 class _Reservation:
-    """Space an upload holds in the running total until it is stored or released (once)."""
+    """Space an upload holds in the running total until it is stored or released (once); it
+    grows as bytes arrive (``grow``), never far ahead of them."""
 
     def __init__(self, store: BlobStore, size: int) -> None:
         self._store = store
         self.size = size
         self._open = True
+
+    def grow(self, more: int) -> None:
+        """Hold ``more`` bytes too (evicting if needed; ResourceExhausted when they do not fit)."""
+        self._store._grow(more)
+        self.size += more
 
     def commit(self, digest: str) -> None:
         """The blob is in place: its bytes move from reserved to stored."""
@@ -153,11 +169,17 @@ class _Writer:
         self.written = 0
         self.room = room
         self._hash = hashlib.sha256()
-        fd, name = tempfile.mkstemp(prefix=".upload-", dir=store.tmp_dir)
+        fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, dir=store.tmp_dir)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # "being written": a sweep of another process skips it
         self._fh = os.fdopen(fd, "wb")
         self.tmp = Path(name)
+        self._store = store
+        store._track(name, True)
 
     def write(self, data: bytes) -> None:
+        need = self.written + len(data) - self.room.size
+        if need > 0:  # reserve the next step only when the bytes are here
+            self.room.grow(min(max(need, RESERVE_STEP), self.size - self.room.size))
         self._hash.update(data)
         self._fh.write(data)
         self.written += len(data)
@@ -173,6 +195,7 @@ class _Writer:
             self._fh.close()
         with contextlib.suppress(OSError):
             self.tmp.unlink()
+        self._store._track(str(self.tmp), False)
         self.room.release()
 
 
@@ -203,6 +226,8 @@ class BlobStore:
         self._stored = 0  # bytes of the indexed blobs
         self._reserved = 0  # bytes reserved by uploads in flight
         self._stale = False  # rescan before the next reservation (after ENOSPC)
+        self._writing: set[str] = set()  # temp files of this process's uploads in flight
+        self.swept = 0  # temp files left by a killed process, removed by the sweeps
         with self._lock:
             self._load()
         self._checked = clock()
@@ -307,7 +332,7 @@ class BlobStore:
             raise ResourceExhausted(
                 f"blob {chunk.digest[:16]}: {chunk.size} bytes exceeds the store bound"
             )
-        room = self._reserve(chunk.size)
+        room = self._reserve(min(chunk.size, RESERVE_STEP))
         try:
             return _Writer(self, chunk.digest, chunk.size, room)
         except OSError as exc:
@@ -345,6 +370,7 @@ class BlobStore:
         except OSError as exc:
             writer.discard()
             raise self._os_error(exc) from exc
+        self._track(str(writer.tmp), False)
         writer.room.commit(writer.digest)
         return True
 
@@ -361,7 +387,37 @@ class BlobStore:
         """Rebuild the index from one scan of the directory (start-up, shared store, ENOSPC)."""
         blobs = sorted(self._scan(self.root), key=lambda b: b.mtime)
         self._index = OrderedDict((b.digest, b.size) for b in blobs)
-        self._stored = sum(self._index.values())
+        self._stored = sum(self._index.values()) + self._sweep()
+
+    def _sweep(self) -> int:
+        """Remove the temp files no live upload writes (a process killed mid-upload left them);
+        return the bytes of those another process is writing, which count in the total."""
+        held = 0
+        try:
+            names = [e for e in os.scandir(self.tmp_dir) if e.name.startswith(TMP_PREFIX)]
+        except OSError:
+            return 0
+        for entry in names:
+            if entry.path in self._writing:
+                continue  # this process's own upload: its reservation counts it
+            try:
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:  # another replica is writing it
+                    held += os.fstat(fd).st_size
+                    continue
+                os.unlink(entry.path)
+                self.swept += 1
+            except OSError:
+                with contextlib.suppress(OSError):
+                    held += os.fstat(fd).st_size  # could not remove it: still counted
+            finally:
+                os.close(fd)
+        return held
 
     def _reserve(self, size: int) -> _Reservation:
         """Make room for ``size`` more bytes (evicting if needed) and hold it for one upload."""
@@ -370,6 +426,18 @@ class BlobStore:
             self._make_room(size)
             self._reserved += size
         return _Reservation(self, size)
+
+    def _track(self, tmp: str, writing: bool) -> None:
+        with self._lock:
+            if writing:
+                self._writing.add(tmp)
+            else:
+                self._writing.discard(tmp)
+
+    def _grow(self, size: int) -> None:
+        with self._lock:
+            self._make_room(size)
+            self._reserved += size
 
     def _settle(self, size: int, digest: str | None) -> None:
         with self._lock:

@@ -223,7 +223,6 @@ def test_epoch_timestamp_marks_a_created_or_deleted_file() -> None:
 @pytest.mark.parametrize(
     ("field", "name"),
     [
-        (b"b/odd name.py\t\t2026-11-30 10:00:00 +0000", "odd name.py\t"),  # one tab taken
         (b"b/x.py   2026-11-30 10:00:00.5 +01:00", "x.py"),  # all spaces taken
         (b"b/x.py\r", "x.py"),  # a CR ends a name
         (b"b/x.py 2026-11-30 10:00:00\r", "x.py 2026-11-30 10:00:00"),  # no stamp before a CR
@@ -235,6 +234,16 @@ def test_new_file_names_as_git_reads_them(field: bytes, name: str) -> None:
         b"--- /dev/null\t1970-01-01\n+++ " + field + b"\n@@ -0,0 +1 @@\n+a\n"
     )
     assert (patch.new_path, patch.status) == (name, "added")
+
+
+def test_a_name_git_would_read_with_a_tab_is_refused() -> None:
+    """git takes one tab before a timestamp, leaving ``odd name.py<TAB>``: a control character in
+    a path, which the one path validator refuses (the patch is unparsable)."""
+    with pytest.raises(PatchParseError, match="control"):
+        parse_unified_diff(
+            b"--- /dev/null\t1970-01-01\n+++ b/odd name.py\t\t2026-11-30 10:00:00 +0000\n"
+            b"@@ -0,0 +1 @@\n+a\n"
+        )
 
 
 def test_a_bare_name_has_nothing_to_strip_and_is_refused() -> None:

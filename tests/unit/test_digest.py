@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import os
 import threading
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -160,14 +161,31 @@ def _reference_safe(path: str) -> bool:
         return False
     return (
         path != ""
-        and not any(c in path for c in "\x00\n\\")
+        and not any(c == "\\" or unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"} for c in path)
         and not path.startswith("/")
         and all(seg not in ("", ".", "..") for seg in path.split("/"))
     )
 
 
 _PATHISH = st.text(
-    alphabet=st.sampled_from(["a", "b", ".", "/", "\\", "\x00", "\n", "ü", "\udcff", " "]),
+    alphabet=st.sampled_from(
+        [
+            "a",
+            "b",
+            ".",
+            "/",
+            "\\",
+            "\x00",
+            "\n",
+            "\t",
+            "\x85",
+            "\u202e",
+            "\u200b",
+            "ü",
+            "\udcff",
+            " ",
+        ]
+    ),
     max_size=12,
 )
 
@@ -339,3 +357,27 @@ def test_no_process_to_be_had_hashes_here(tmp_path: Path, monkeypatch: pytest.Mo
     fds = len(os.listdir("/proc/self/fd"))
     assert hash_files(files, processes=3) == expected
     assert len(os.listdir("/proc/self/fd")) == fds  # both pipe ends closed again
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "fixtures/a\tb.json",  # C0
+        "fixtures/a\x85b.json",  # C1 (NEL)
+        "fixtures/a\x7fb.json",  # DEL
+        "fixtures/invoice\u202egnp.json",  # bidi override: reads as another name
+        "fixtures/\u2066a\u2069.json",  # bidi isolate
+        "fixtures/a\u200bb.json",  # zero-width space
+        "fixtures/a\u200db.json",  # zero-width joiner
+        "fixtures/\ufeffa.json",  # byte-order mark
+        "fixtures/a\u2028b.json",  # line separator
+    ],
+)
+def test_controls_and_invisible_format_characters_are_refused(path: str) -> None:
+    """One validator (client, signer, executor): C0, C1, bidi, zero-width and other ``Cf``."""
+    with pytest.raises(UnsafePathError, match="control"):
+        validate_path(path)
+
+
+def test_visible_non_ascii_names_still_pass() -> None:
+    assert validate_path("fixtures/café/ünïcode-名前.json") == "fixtures/café/ünïcode-名前.json"

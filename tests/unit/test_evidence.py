@@ -46,6 +46,18 @@ def test_a_property_id_never_leaves_the_runs_directory(tmp_path: Path) -> None:
         assert path.parent.name not in ("", ".", "..")
 
 
+def test_ids_differing_only_in_punctuation_get_distinct_directories(tmp_path: Path) -> None:
+    """``a:b`` and ``a_b`` once shared ``runs/a_b/`` and one's logs were lost (issue 25)."""
+    ids = ["a:b", "a_b", "a-b", "a.b", "a%3Ab", "a%b", "a/b", "a b", "", ".", "..", "%", "%2E"]
+    dirs = [log_path(tmp_path, pid, 1).parent for pid in ids]
+    assert len(set(dirs)) == len(ids), dirs
+    assert all(d.parent == tmp_path / "runs" and d.name not in ("", ".", "..") for d in dirs)
+    logs = [SandboxLog(properties=(pid,), run_index=1, stdout=pid) for pid in ("a:b", "a_b")]
+    written = write_run_logs(tmp_path, logs)
+    assert [p.read_text() for p in written] == [logs[0].text(), logs[1].text()]
+    assert len(set(written)) == 2
+
+
 def test_a_runs_link_is_replaced_never_followed(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -333,3 +333,56 @@ def test_unlockable_users_file_counts_as_shared(tmp_path: Path) -> None:
     clock.now += 2
     store.ingest(_chunks(b"one"))
     assert scan.calls == 2
+
+
+def test_a_stalled_upload_of_a_huge_declared_size_does_not_lock_others_out(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: an upload declaring 2 GiB - 8 MiB that sends one chunk and stalls held its whole
+    declared size; now it holds what it wrote and at most one step, and others still fit."""
+    from executord.store.blobstore import RESERVE_STEP  # noqa: PLC0415
+
+    store = BlobStore(tmp_path, 2 << 30)
+    arrived, release = threading.Event(), threading.Event()
+    huge = "ab" * 32
+
+    def stalled() -> Iterator[Chunk]:
+        yield Chunk(huge, (2 << 30) - (8 << 20), 0, b"x")
+        arrived.set()
+        release.wait()  # the caller hangs on; then its stream ends early
+        return
+
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(store.ingest, stalled())
+        arrived.wait()
+        assert store.used_bytes <= RESERVE_STEP
+        for i in range(3):  # others upload while it hangs on
+            data = os.urandom(1 << 20) + bytes([i])
+            assert store.ingest(_chunks(data, 1 << 18)).blobs_stored == 1
+        release.set()
+        with pytest.raises(InvalidArgument, match="ended"):
+            job.result()
+    assert _leftover_temps(store) == []
+    assert store.used_bytes == 3 * ((1 << 20) + 1)
+
+
+def test_temp_files_of_a_killed_upload_are_swept_at_start(tmp_path: Path) -> None:
+    """A SIGKILL mid-upload leaves ``tmp/.upload-*``: the next start removes it, and a temp file
+    another live process is writing (locked) is kept and counted against the bound."""
+    import fcntl  # noqa: PLC0415
+
+    BlobStore(tmp_path, 1 << 20).close()
+    orphan = tmp_path / "tmp" / ".upload-orphan"
+    orphan.write_bytes(b"z" * 5000)
+    live = tmp_path / "tmp" / ".upload-live"
+    live.write_bytes(b"y" * 3000)
+    fd = os.open(live, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        store = BlobStore(tmp_path, 1 << 20)
+        assert not orphan.exists()
+        assert live.exists()
+        assert store.swept == 1
+        assert store.used_bytes == 3000
+    finally:
+        os.close(fd)

@@ -277,3 +277,24 @@ def test_pin_check_reads_review_by_and_accepted_in_of_the_flake_pin(lib: Path) -
     problems = check_tree(WorkTree(lib)).problems
     assert any("review_by" in p and "earlier than opened_on" in p for p in problems), problems
     assert any("accepted_in" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("node", "why"),
+    [
+        ("../../../../etc/passwd::test_x", "segment"),
+        ("/etc/passwd::test_x", "absolute"),
+        ("tests/test_\u202ecore.py::test_x", "control"),
+        ("tests/test_core.py::", "no test name"),
+    ],
+)
+def test_an_unsafe_node_id_is_a_pin_problem(lib: Path, node: str, why: str) -> None:
+    """``pin check`` refuses the node id ``check`` could never run (issue 25): 78, named."""
+    write_pins(lib, [prop("p.a", ["textkit.core.slugify"], node=node)])
+    problems = _problems(lib)
+    assert any("node id" in p and why in p for p in problems), problems
+
+
+def test_an_unsafe_property_id_is_a_pin_problem(lib: Path) -> None:
+    write_pins(lib, [prop("../p", ["textkit.core.slugify"])])
+    assert any("properties[0].id" in p for p in _problems(lib)), _problems(lib)

@@ -3,8 +3,8 @@
 Every path whose kind (regular file, symlink, other), executable bit, bytes or link target differ
 between the two trees is one :class:`PathChange`. Directories are not entries (git tracks none);
 an empty directory left behind by a deletion is nothing. Nothing is followed: a symlink is its
-target string, never the file it points to. Nothing is skipped either (the trees are extracted
-from ``git archive``: no ``.git`` in them, and ``git apply`` refuses to write one). This is the
+target string, never the file it points to. Nothing is skipped either (the trees are written
+from a commit's blobs: no ``.git`` in them, and ``git apply`` refuses to write one). This is the
 one answer to "what did the patch touch" (docs/gate-analysis.md); the patch text is never parsed
 a second time for it.
 """

@@ -1,0 +1,153 @@
+"""patchgate.callguard through a real DaemonServer on a unix socket (issue 25, item 2): stalled
+callers hold no request slot beyond the bounds, health is answered while the main bound is full,
+beyond a bound the answer is RESOURCE_EXHAUSTED at once, the idle limit ends a stalled call and
+releases what it held, and undecodable bytes are INVALID_ARGUMENT. Waits on events only."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from patchgate.callguard import CallLimits, Watchdog
+from patchgate.server import DaemonServer, ServerSettings
+
+SERVICE = "test.Echo"
+ECHO = f"/{SERVICE}/Echo"
+UPLOAD = f"/{SERVICE}/Upload"
+Req = health_pb2.HealthCheckRequest
+
+
+class _Echo:
+    def __init__(self) -> None:
+        self.entered = threading.Semaphore(0)
+        self.uploads_done = threading.Semaphore(0)
+
+    def echo(self, request: Req, _context: grpc.ServicerContext) -> Req:
+        self.entered.release()
+        return Req(service=request.service.upper())
+
+    def upload(self, requests: Iterator[Req], _context: grpc.ServicerContext) -> Req:
+        try:
+            return Req(service="".join(r.service for r in requests))
+        finally:
+            self.uploads_done.release()
+
+    def register(self, server: grpc.Server) -> None:
+        handlers = {
+            "Echo": grpc.unary_unary_rpc_method_handler(
+                self.echo, Req.FromString, Req.SerializeToString
+            ),
+            "Upload": grpc.stream_unary_rpc_method_handler(
+                self.upload, Req.FromString, Req.SerializeToString
+            ),
+        }
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+
+
+def _serve(tmp_path: Path, **limits: Any) -> tuple[DaemonServer, _Echo, str]:
+    echo = _Echo()
+    settings = ServerSettings(listen=f"unix:{tmp_path}/s.sock", limits=CallLimits(**limits))
+    server = DaemonServer(settings, echo.register, [SERVICE])
+    return server, echo, server.start()
+
+
+def _never(stop: threading.Event, first: list[Req] | None = None) -> Iterator[Req]:
+    """A request stream that sends ``first`` and then nothing until ``stop``; then ends."""
+    yield from first or []
+    stop.wait()
+
+
+def _health(channel: grpc.Channel) -> int:
+    reply = health_pb2_grpc.HealthStub(channel).Check(Req(service=""), timeout=30)
+    return int(reply.status)
+
+
+def test_stalled_callers_fill_the_bound_health_answers_and_the_next_is_refused(
+    tmp_path: Path,
+) -> None:
+    server, _echo, address = _serve(tmp_path, max_calls=4, max_calls_per_peer=4)
+    stop = threading.Event()
+    channel = grpc.insecure_channel(address)
+    try:
+        stalled_echo = channel.stream_unary(ECHO, Req.SerializeToString, Req.FromString)
+        futures = [stalled_echo.future(_never(stop)) for _ in range(4)]
+        while server.guard.in_flight()[0] < 4:  # admitted as they start: wait for all four
+            threading.Event().wait(0.01)
+        assert _health(channel) == health_pb2.HealthCheckResponse.SERVING
+        echo_call = channel.unary_unary(ECHO, Req.SerializeToString, Req.FromString)
+        with pytest.raises(grpc.RpcError) as err:
+            echo_call(Req(service="x"), timeout=30)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "limit" in (err.value.details() or "")
+        stop.set()  # the stalled callers end their streams without a message
+        for f in futures:
+            with pytest.raises(grpc.RpcError):
+                f.result(timeout=60)
+        assert echo_call(Req(service="x"), timeout=30).service == "X"
+        assert server.guard.in_flight() == (0, 0)
+    finally:
+        stop.set()
+        channel.close()
+        server.stop(0)
+
+
+def test_the_idle_limit_ends_a_stalled_upload_and_releases_it(tmp_path: Path) -> None:
+    server, echo, address = _serve(tmp_path, idle_seconds=0.2)
+    stop = threading.Event()
+    channel = grpc.insecure_channel(address)
+    try:
+        upload = channel.stream_unary(UPLOAD, Req.SerializeToString, Req.FromString)
+        future = upload.future(_never(stop, [Req(service="a")]))
+        with pytest.raises(grpc.RpcError) as err:
+            future.result(timeout=60)  # ends by itself: the caller never stops hanging on
+        assert err.value.code() == grpc.StatusCode.CANCELLED
+        assert echo.uploads_done.acquire(timeout=60)  # the handler's read ended: it returned
+        assert server.guard.in_flight() == (0, 0)
+        stop.set()
+    finally:
+        stop.set()
+        channel.close()
+        server.stop(0)
+
+
+def test_undecodable_bytes_are_invalid_argument(tmp_path: Path) -> None:
+    server, _echo, address = _serve(tmp_path)
+    channel = grpc.insecure_channel(address)
+    try:
+        raw = channel.unary_unary(ECHO)  # no serializer: the bytes go as they are
+        with pytest.raises(grpc.RpcError) as err:
+            raw(b"\xff\xff\xff", timeout=30)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "not a valid message" in (err.value.details() or "")
+    finally:
+        channel.close()
+        server.stop(0)
+
+
+def test_watchdog_fires_once_and_never_after_disarm() -> None:
+    dog = Watchdog()
+    fired = threading.Event()
+    try:
+        gone = dog.arm(3600.0, fired.set)
+        assert dog.pending() == 1
+        dog.disarm(gone)
+        assert dog.pending() == 0
+        dog.arm(0.0, fired.set)
+        assert fired.wait(60)
+        assert dog.pending() == 0  # fired: no longer pending
+    finally:
+        dog.stop()
+
+
+def test_limits_are_checked() -> None:
+    with pytest.raises(ValueError, match="per peer"):
+        CallLimits(max_calls=2, max_calls_per_peer=3)
+    with pytest.raises(ValueError, match="idle"):
+        CallLimits(idle_seconds=0)
+    assert CallLimits.from_env({"PATCHGATE_MAX_CALLS": "10"}).max_calls_per_peer == 10
