@@ -9,9 +9,11 @@ its bytes are kept as they are, the table goes at the end — else it is a new `
 
 It refuses (exit 64, nothing written) when any file it would create exists, when
 ``patchgate.toml`` exists (the gate reads it before ``pyproject.toml``) or when ``pyproject.toml``
-already has a ``[tool.patchgate]`` table: it names each. An unreadable ``pyproject.toml`` is a
-configuration error (exit 78). Before anything is written, the new configuration is read back with
-:func:`patchgate.pins.load_config` and the new fixture pin with the pin parser.
+already has a ``[tool.patchgate]`` table: it names each. A fixture file git ignores or does not
+track is refused (exit 78), or left out and listed with ``skip_untracked``. An unreadable
+``pyproject.toml`` is a configuration error (exit 78). Before anything is written, the new
+configuration is read back with :func:`patchgate.pins.load_config` and the new fixture pin with
+the pin parser.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from client.errors import EXIT_USAGE, CommandRefused, ConfigError
 from client.pinning.changes import no_link_on_the_way
-from client.pinning.fixtures import config_error, scan_fixtures
+from client.pinning.fixtures import config_error, scan_fixtures, tracked_fixtures
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
 from patchgate.digest import validate_path
 from patchgate.errors import PinError, UnsafePathError, UsageError
@@ -51,6 +53,7 @@ class InitPlan:
     config_file: str
     source_roots: tuple[str, ...]
     fixture_files: int
+    skipped: tuple[str, ...] = ()
 
     @property
     def created(self) -> list[str]:
@@ -113,7 +116,9 @@ class _Bytes:
         return path
 
 
-def plan_init(repo: Path, *, fixture_root: str = "fixtures") -> InitPlan:
+def plan_init(
+    repo: Path, *, fixture_root: str = "fixtures", skip_untracked: bool = False
+) -> InitPlan:
     """What ``init`` would write in ``repo``; CommandRefused naming every file that exists."""
     try:
         fixture_root = validate_path(fixture_root.rstrip("/"))
@@ -134,7 +139,9 @@ def plan_init(repo: Path, *, fixture_root: str = "fixtures") -> InitPlan:
     has_src = (repo / "src").is_dir() and not (repo / "src").is_symlink()
     roots = ("src",) if has_src else (".",)
     config_file, config_bytes, config_mode = _config(repo, _table(roots, fixture_root))
-    files = scan_fixtures(repo, fixture_root)
+    files, skipped = tracked_fixtures(
+        repo, fixture_root, scan_fixtures(repo, fixture_root), skip_untracked=skip_untracked
+    )
     fixtures = {
         "pin_id": _pin_id(repo),
         "algorithm": "sha256",
@@ -162,6 +169,7 @@ def plan_init(repo: Path, *, fixture_root: str = "fixtures") -> InitPlan:
         config_file=config_file,
         source_roots=roots,
         fixture_files=len(files),
+        skipped=skipped,
     )
 
 
