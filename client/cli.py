@@ -43,6 +43,7 @@ _COMMANDS: tuple[str, ...] = (
     "client.commands.flake",
     "client.commands.check",
     "client.commands.verify",
+    "client.commands.explain",
     "client.commands.demo",
     "client.commands.up",
     "client.commands.init",
@@ -56,6 +57,7 @@ _MODULE_OF: dict[str, str] = {
     "flake-observe": "client.commands.flake",
     "check": "client.commands.check",
     "verify-receipt": "client.commands.verify",
+    "explain": "client.commands.explain",
     "demo": "client.commands.demo",
     "up": "client.commands.up",
     "down": "client.commands.up",
@@ -67,6 +69,7 @@ _NO_LOGGING = frozenset(
     {
         "client.commands.digest",
         "client.commands.dualpin",
+        "client.commands.explain",
         "client.commands.flake",
         "client.commands.init",
         "client.commands.pin",
@@ -90,7 +93,8 @@ exit codes:
   78  configuration error: invalid pins or [tool.patchgate] in the base revision (every
       problem is printed, one line each)
 
-Run 'patchgate COMMAND --help' for a command's flags.
+Run 'patchgate COMMAND --help' for a command's flags, 'patchgate explain CODE' for what a
+rejection code (R1-R9), admission decision or posture means and what to do next.
 """
 
 

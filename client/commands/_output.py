@@ -180,6 +180,7 @@ def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
             report = Report(
                 receipt=tested.receipt, reasons=tested.reasons, evidence=tested.evidence,
                 out_dir=str(settings.out), self_test=True, self_test_verdict=tested.verdict,
+                lane=settings.lane,
             )  # fmt: skip
             summary = {"self_test": True, "verdict": tested.verdict, **tested.receipt.to_json()}
             _emit(args, report, summary)
@@ -189,7 +190,7 @@ def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
         progress.end()
     report = Report(
         receipt=result.receipt, rows=result.rows, reasons=result.reasons,
-        evidence=result.evidence, out_dir=str(settings.out),
+        evidence=result.evidence, out_dir=str(settings.out), lane=settings.lane,
     )  # fmt: skip
     _emit(args, report, None)
     return result.verdict.exit_code

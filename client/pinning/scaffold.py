@@ -39,7 +39,7 @@ DEFAULT_COMMAND = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
 DEFAULT_SEED = 7
 DEFAULT_CLOCK_BOUND_MS = 30_000
 _CONFIG_HEADER = (
-    "# patchgate: where the pins are and what is production source (docs/reference/pins.md).\n"
+    "# patchgate: where the pins are and what is production source (patchgate init --help).\n"
     "# The gate reads this table from the base revision; editing it in a patch is a pin mutation.\n"
 )
 

@@ -55,6 +55,7 @@ class Report:
     out_dir: str = ""
     self_test: bool = False
     self_test_verdict: str = ""  # a self-test's first line, from the cause it found
+    lane: str = ""  # the lane (`patchgate up`) the daemon settings came from; empty: flags
 
 
 def printable(text: str) -> str:
