@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.fixtures_executor import stop_everything_under
 from tests.integration.test_operator_pins import PATCH_LINES
 from tests.unit._pinning_helpers import git, make_library
 
@@ -75,9 +76,7 @@ def pull_request(tmp_path: Path) -> Iterator[PullRequest]:
     try:
         yield PullRequest(lib, base, head, temp)
     finally:
-        for lane in temp.glob("patchgate-lane*"):
-            if lane.is_dir():
-                _pg("down", "--state", str(lane))  # only if a failed step left it up
+        stop_everything_under(temp)  # only if a failed step left a lane up
         shutil.rmtree(temp, ignore_errors=True)
 
 
