@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from client.errors import CommandRefused, ConfigError
+from client.pinning.check import check_tree
 from client.pinning.collect import (
     build_properties,
     default_id,
     repin_properties,
     run_collection,
 )
+from client.pinning.tree import WorkTree
 from patchgate.pins import DirSource, load_pins
 from tests.unit._pinning_helpers import PYTEST, make_library, prop, write, write_pins
 
@@ -197,6 +199,7 @@ def test_real_collection_folds_a_parametrized_test(tmp_path: Path) -> None:
         ("tests.test_param.test_slug_has_no_space", "tests/test_param.py::test_slug_has_no_space")
     ]
     assert update.properties == 1
+    assert check_tree(WorkTree(root)).problems == ()  # pin check accepts it
     write(root, {"tests/test_param.py": PARAM_TESTS + ONE_CASE_MARKED})
     with pytest.raises(ConfigError) as info:
         repin_properties(root, ["tests/test_param.py"])
