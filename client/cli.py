@@ -44,6 +44,7 @@ _COMMANDS: tuple[str, ...] = (
     "client.commands.check",
     "client.commands.properties",
     "client.commands.verify",
+    "client.commands.explain",
     "client.commands.demo",
     "client.commands.up",
     "client.commands.init",
@@ -59,6 +60,7 @@ _MODULE_OF: dict[str, str] = {
     "check": "client.commands.check",
     "properties": "client.commands.properties",
     "verify-receipt": "client.commands.verify",
+    "explain": "client.commands.explain",
     "demo": "client.commands.demo",
     "up": "client.commands.up",
     "env": "client.commands.env",
@@ -71,6 +73,7 @@ _NO_LOGGING = frozenset(
     {
         "client.commands.digest",
         "client.commands.dualpin",
+        "client.commands.explain",
         "client.commands.flake",
         "client.commands.init",
         "client.commands.pin",
@@ -95,7 +98,8 @@ exit codes:
   78  configuration error: invalid pins or [tool.patchgate] in the base revision (every
       problem is printed, one line each)
 
-Run 'patchgate COMMAND --help' for a command's flags.
+Run 'patchgate COMMAND --help' for a command's flags, 'patchgate explain CODE' for what a
+rejection code (R1-R9), admission decision or posture means and what to do next.
 """
 
 

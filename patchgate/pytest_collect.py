@@ -5,7 +5,14 @@ patchgate.pytest_collect`` in the target repository with ``PATCHGATE_COLLECT_OUT
 to write. Nothing runs: after collection the plugin writes one record per marked item::
 
     {"nodeid": "tests/test_core.py::test_slugify", "parametrized": false, "args": 0,
+     "function": "tests/test_core.py::test_slugify",
      "kwargs": {"claim": "...", "kind": "pure_fn", "covers": ["textkit.slugify"]}}
+
+``function`` is the node id of the test function without a parametrization
+(``tests/test_a.py::test_f`` for ``tests/test_a.py::test_f[1-2]``): the reader makes the cases of
+one function one property. ``cases`` (beside ``items``) counts every collected case of each
+parametrized function, marked or not, so that a function only some of whose cases are marked is
+named.
 
 ``kwargs`` keeps only JSON values (tuples become lists); any other value is written as
 ``{"unsupported": "<type name>"}`` so that the reader can name it. The marker closest to the
@@ -53,16 +60,25 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not out:
         return
     records = []
+    cases: dict[str, int] = {}  # function node id -> how many cases were collected, marked or not
     for item in session.items:
+        parametrized = hasattr(item, "callspec")
+        parent = getattr(item, "parent", None)
+        original = getattr(item, "originalname", "")
+        function = item.nodeid
+        if parametrized and parent is not None and original:
+            function = f"{parent.nodeid}::{original}"
+            cases[function] = cases.get(function, 0) + 1
         mark = item.get_closest_marker(MARKER)
         if mark is None:
             continue
         records.append(
             {
                 "nodeid": item.nodeid,
-                "parametrized": hasattr(item, "callspec"),
+                "function": function,
+                "parametrized": parametrized,
                 "args": len(mark.args),
                 "kwargs": {str(k): _plain(v) for k, v in mark.kwargs.items()},
             }
         )
-    Path(out).write_text(json.dumps({"items": records}), encoding="utf-8")
+    Path(out).write_text(json.dumps({"items": records, "cases": cases}), encoding="utf-8")

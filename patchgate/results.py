@@ -16,6 +16,7 @@ from patchgate.errors import TRANSPORT_KINDS
 from patchgate.v1 import common_pb2
 
 __all__ = [
+    "CASE_OUTCOMES",
     "OUTCOMES",
     "TRANSPORT_KINDS",
     "RunOutcome",
@@ -25,6 +26,8 @@ __all__ = [
 ]
 
 OUTCOMES = ("pass", "fail", "error", "exceeded_bound")
+#: What the reporter says of one case of a parametrized property (``skip`` makes it ``error``).
+CASE_OUTCOMES = frozenset({*OUTCOMES, "skip"})
 _OUTCOME_TO_PB = {
     "pass": common_pb2.OUTCOME_PASS,
     "fail": common_pb2.OUTCOME_FAIL,
@@ -72,10 +75,16 @@ class RunOutcome:
     executed: tuple[str, ...] = ()  # target code the property's tests called (the reporter's view)
     #: sha256 of the run's output area (idempotent_io properties; "" when not measured)
     tree_hash: str = ""
+    #: A parametrized property's cases: (pytest node id, the reporter's outcome of it), sorted by
+    #: node id; empty for a plain test. ``outcome`` is the rule over all of them.
+    cases: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {self.outcome!r}")
+        for case in self.cases:
+            if len(case) != 2 or case[1] not in CASE_OUTCOMES:
+                raise ValueError(f"unknown case outcome {case!r}")
 
     @classmethod
     def make(  # noqa: PLR0917 - positional order predates ``executed``
@@ -87,6 +96,7 @@ class RunOutcome:
         duration_ms: int = 0,
         executed: tuple[str, ...] = (),
         tree_hash: str = "",
+        cases: tuple[tuple[str, str], ...] = (),
     ) -> RunOutcome:
         """Build with the normalized signature and its outcome hash."""
         sig = normalize_failure(failure) if outcome != "pass" else ""
@@ -99,11 +109,16 @@ class RunOutcome:
             duration_ms=duration_ms,
             executed=tuple(executed),
             tree_hash=tree_hash,
+            cases=tuple(sorted(cases)),
         )
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON object."""
-        return asdict(self)
+        """Plain JSON object (``cases`` as ``{node id: outcome}``, only when there are cases)."""
+        out = asdict(self)
+        out.pop("cases")
+        if self.cases:
+            out["cases"] = dict(self.cases)
+        return out
 
     def to_proto(self) -> common_pb2.RunOutcome:
         """Wire form."""
@@ -116,6 +131,7 @@ class RunOutcome:
             duration_ms=self.duration_ms,
             executed=list(self.executed),
             tree_hash=self.tree_hash,
+            cases=[common_pb2.CaseOutcome(nodeid=n, outcome=o) for n, o in self.cases],
         )
 
     @classmethod
@@ -132,6 +148,7 @@ class RunOutcome:
             duration_ms=msg.duration_ms,
             executed=tuple(msg.executed),
             tree_hash=msg.tree_hash,
+            cases=tuple((c.nodeid, c.outcome) for c in msg.cases),
         )
 
 

@@ -52,8 +52,9 @@ step mypy .venv/bin/mypy
 step unit .venv/bin/pytest tests/unit
 
 docker_started=0
-stop_docker() {
+stop_docker() {  # once: before the summary, or from the trap when the run is cut short
   if [ "$docker_started" -eq 1 ]; then
+    docker_started=0
     scripts/docker.sh stop || echo "test.sh: scripts/docker.sh stop failed" >&2
   fi
 }
@@ -66,4 +67,7 @@ else
   failed+=("docker-engine")
 fi
 
+# The engine is stopped before the summary, so that the summary is the last line printed (the
+# trap stopped it after, and its messages came last).
+stop_docker
 summary

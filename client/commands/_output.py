@@ -64,8 +64,10 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--self-test",
         action="store_true",
-        help="run the suite on the base tree alone (no --patch, --draft-id or --drafter): "
-        "0 when every property passes, 78 when one fails or errors there, with its text",
+        help="run the suite on the base tree alone (no --patch, --draft-id or --drafter); the "
+        "first line says what happened: 0 passed; 2 the base's fixtures do not match their pin, "
+        "or an executor refused; 4 a daemon unreachable or a run without an outcome; 78 a "
+        "property fails or errors on the base, or the operator signature does not verify",
     )
     p.add_argument(
         "--format",
@@ -178,9 +180,11 @@ def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
             tested = run_self_test(settings, progress)
             report = Report(
                 receipt=tested.receipt, reasons=tested.reasons, evidence=tested.evidence,
-                out_dir=str(settings.out), self_test=True,
+                out_dir=str(settings.out), self_test=True, self_test_verdict=tested.verdict,
+                lane=settings.lane,
             )  # fmt: skip
-            _emit(args, report, {"self_test": True, **tested.receipt.to_json()})
+            summary = {"self_test": True, "verdict": tested.verdict, **tested.receipt.to_json()}
+            _emit(args, report, summary)
             return tested.exit_code
         result = run_check(settings, progress)
     except PinErrors as exc:  # the base's pins, found invalid only against its tree (covers)
@@ -191,7 +195,7 @@ def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
         progress.end()
     report = Report(
         receipt=result.receipt, rows=result.rows, reasons=result.reasons,
-        evidence=result.evidence, out_dir=str(settings.out),
+        evidence=result.evidence, out_dir=str(settings.out), lane=settings.lane,
     )  # fmt: skip
     _emit(args, report, None)
     return result.verdict.exit_code

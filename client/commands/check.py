@@ -33,7 +33,7 @@ from client.errors import ConfigError
 from client.gate.attributes import base_attribute_problems
 from client.gate.settings import CheckSettings
 from client.gate.workspace import resolve_rev
-from client.lanes.state import MARKER, lane_settings_file
+from client.lanes.state import DEFAULT_LANE, MARKER, lane_settings_file
 from client.outpaths import guard_output
 from patchgate.errors import PinError, PinErrors, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
@@ -68,7 +68,8 @@ progress to stderr.
 Defaults for --signer, --executor, --remote-executor, --operator-keyring, --executor-keyring, --out,
 --executor-concurrency and the TLS files come from the lane `patchgate up` started (the lane
 "local" when it is up, or --lane), or from a [check] table in ./patchgate.toml; flags win. A
-property whose result is transport only is re-run once (see docs/lanes.md).
+property whose result is transport only is re-run once (on another executor address when there is
+one).
 """
 
 _EPILOG = """\
@@ -77,7 +78,7 @@ exit codes: 0 admitted · 1 rejected · 2 refused to score (fixture digest) · 3
             78 invalid pins or [tool.patchgate] in the base (every problem, one line each);
                with --self-test: a property fails or errors on the base
 what each rejection code (R1-R9), admission decision and posture means, and what to do next:
-  docs/reference/codes.md (every command's exit codes: docs/reference/exit-codes.md)
+  patchgate explain CODE (every name: patchgate explain)
 """
 
 
@@ -331,17 +332,23 @@ def _isolation(value: object) -> str:
     return str(value)
 
 
-def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckSettings:
+def settings_from_args(
+    args: argparse.Namespace, conf: dict[str, Any], *, lane: str = ""
+) -> CheckSettings:
     """Flags > ``PATCHGATE_*`` environment > lane / patchgate.toml [check] > defaults,
-    validated once."""
+    validated once. ``lane``: the lane the defaults came from (named when a daemon is down)."""
     require_patch(args)
+    from_lane = conf.get("signer")
     conf = {**conf, **env_settings()}
     signer = args.signer or conf.get("signer")
     executors = args.executor or conf.get("executor") or []
     if isinstance(executors, str):
         executors = [executors]
     if not signer:
-        raise UsageError("--signer is required (or [check] signer in patchgate.toml)")
+        raise UsageError(
+            "no signer: start a local lane with `patchgate up` (check then reads its signer and "
+            "executor by itself), or pass --signer ADDR --executor ADDR"
+        )
     remote = args.remote_executor or conf.get("remote_executor")
     if args.remote_only:
         if not remote:
@@ -351,8 +358,8 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
         executors = []
     elif not executors:
         raise UsageError(
-            "--executor is required (or [check] executor in patchgate.toml); "
-            "for a confirmation run on the remote lane alone pass --remote-only"
+            "no executor: start a local lane with `patchgate up`, or pass --executor ADDR "
+            "(for a confirmation run on the remote lane alone: --remote-only)"
         )
     concurrency = (
         args.executor_concurrency
@@ -396,6 +403,7 @@ def settings_from_args(args: argparse.Namespace, conf: dict[str, Any]) -> CheckS
         executor_concurrency=concurrency,
         isolation=_isolation(args.isolation or conf.get("isolation") or "run"),
         mutants=args.mutants,
+        lane=lane if signer == from_lane else "",
         **_statements(args),
     )
 
@@ -425,10 +433,20 @@ def default_out(repo: Path, lane: str | None) -> Path:
     return Path(tempfile.gettempdir()) / f"patchgate-check-{stamp}"
 
 
+def _lane_name(lane: str | None) -> str:
+    """The lane whose settings ``check`` reads: ``--lane``, else ``local`` when it is up."""
+    if lane is not None:
+        return lane
+    try:
+        return DEFAULT_LANE if lane_settings_file(None).is_file() else ""
+    except UsageError:
+        return ""
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the gate; print the summary (or the receipt); return the verdict's exit code."""
     conf = check_defaults(args.lane)
-    settings = settings_from_args(args, conf)
+    settings = settings_from_args(args, conf, lane=_lane_name(args.lane))
     if args.out is None and not {**conf, **env_settings()}.get("out") and not args.quiet:
         sys.stderr.write(f"patchgate: ledgers go to {settings.out} (no --out given)\n")
     return report_check(args, settings)

@@ -22,9 +22,12 @@ from the layout (["src"] when src/ exists, else ["."]). The table is appended to
 when there is one (the rest of the file is kept byte for byte), else written to patchgate.toml.
 
 init never overwrites: when a pin file or patchgate.toml exists, or pyproject.toml already has
-[tool.patchgate], it names them and writes nothing (exit 64). Next: mark property tests with
-@pytest.mark.patchgate(...) and run 'patchgate pin properties --from-pytest', then 'patchgate pin
-check'. See docs/reference/pins.md.
+[tool.patchgate], it names them and writes nothing (exit 64). A fixture file git ignores or does
+not track (never 'git add'-ed) is refused, every one named, nothing written (exit 78): a check
+reads its base from a commit, where such a file is absent; --skip-untracked leaves them out and
+lists them. Next: mark property tests with @pytest.mark.patchgate(...) and run 'patchgate pin
+properties --from-pytest', then 'patchgate pin check'. 'patchgate explain' says what each code
+means.
 """
 
 
@@ -50,6 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the suite's environment: a reviewed lock of exact pins (pytest and the tests' "
         "dependencies), relative to the repository; written as [tool.patchgate.environment]",
     )
+    p.add_argument(
+        "--skip-untracked",
+        action="store_true",
+        help="leave fixture files git ignores or does not track out of the pin, and list them "
+        "(default: refuse, exit 78: a check reads its base from a commit, where they are absent)",
+    )
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
     p.set_defaults(func=run)
 
@@ -59,7 +68,12 @@ def run(args: argparse.Namespace) -> int:
     repo: Path = args.repo
     if not repo.is_dir():
         raise UsageError(f"--repo {repo}: not a directory")
-    plan = plan_init(repo, fixture_root=args.fixture_root, requirements=args.requirements)
+    plan = plan_init(
+        repo,
+        fixture_root=args.fixture_root,
+        requirements=args.requirements,
+        skip_untracked=args.skip_untracked,
+    )
     apply_init(plan)
     if args.json:
         print_json(
@@ -68,9 +82,12 @@ def run(args: argparse.Namespace) -> int:
                 "config_file": plan.config_file,
                 "source_roots": list(plan.source_roots),
                 "fixture_files": plan.fixture_files,
+                "skipped_untracked": list(plan.skipped),
             }
         )
         return 0
+    for rel in plan.skipped:
+        print(f"skipped {rel} (git does not track it)")
     for rel in plan.created:
         print(f"wrote {rel}" + (" ([tool.patchgate] appended)" if rel == "pyproject.toml" else ""))
     roots = ", ".join(plan.source_roots)

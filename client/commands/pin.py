@@ -22,14 +22,15 @@ from patchgate.errors import UsageError
 __all__ = ["register", "run", "run_check", "run_fixtures", "run_properties"]
 
 _DESCRIPTION = """\
-Make and check the pins of a repository (docs/reference/pins.md):
+Make and check the pins of a repository:
 
   pin fixtures                 rehash the fixture tree into the files map of pins/fixtures.json
   pin properties --from-pytest the tests marked @pytest.mark.patchgate(...) become properties.json
   pin check [--rev REV]        validate the three pin files and every covers entry, all at once
 
 Exit codes: 0 done / pins OK; 2 (pin fixtures) the fixture tree holds an unsafe file; 64 usage
-(an unknown --rev included); 78 invalid pins or configuration, every problem on its own line.
+(an unknown --rev included); 78 invalid pins or configuration, every problem on its own line
+(pin fixtures: a fixture file git ignores or does not track, unless --skip-untracked).
 """
 
 _FIXTURES = """\
@@ -37,7 +38,9 @@ Rewrite only the files map of pins/fixtures.json from the fixture tree (every fi
 fixture root, with its sha256) and print the paths added, removed and changed. pin_id, seed,
 clock_bound_ms and allowed_commands are kept. A symlink that leaves the fixture tree, a linked
 directory or a non-regular file refuses the rewrite (exit 2, nothing written), as for 'digest'.
-The file is rewritten only when a path or hash changed.
+A file git ignores or does not track refuses it too (exit 78, every file named): a check reads
+its base from a commit, where that file is absent; --skip-untracked leaves such files out of the
+pin and lists them. The file is rewritten only when a path or hash changed.
 """
 
 _PROPERTIES = """\
@@ -77,6 +80,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     sub.required = True
     fx = sub.add_parser("fixtures", help="rehash the fixture tree", description=_FIXTURES)
     _repo_flag(fx)
+    fx.add_argument(
+        "--skip-untracked",
+        action="store_true",
+        help="leave files git ignores or does not track out of the pin, and list them",
+    )
     fx.set_defaults(func=run, pin_run=run_fixtures)
     pr = sub.add_parser(
         "properties", help="marked tests become properties.json", description=_PROPERTIES
@@ -122,10 +130,19 @@ def _print_changes(path: Path, changes: Changes, total: int, what: str) -> None:
 
 def run_fixtures(args: argparse.Namespace) -> int:
     """``pin fixtures``: exit 0; 2 unsafe tree; 78 invalid pin or configuration."""
-    update = repin_fixtures(_repo(args))
+    update = repin_fixtures(_repo(args), skip_untracked=args.skip_untracked)
     if args.json:
-        print_json({"path": str(update.path), "files": update.files, **update.changes.to_json()})
+        print_json(
+            {
+                "path": str(update.path),
+                "files": update.files,
+                "skipped_untracked": list(update.skipped),
+                **update.changes.to_json(),
+            }
+        )
     else:
+        for rel in update.skipped:
+            print(f"skipped {rel} (git does not track it)")
         _print_changes(update.path, update.changes, update.files, "files")
     return 0
 

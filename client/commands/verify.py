@@ -4,6 +4,9 @@ Recomputes, from the tree of ``--rev`` (default HEAD): each property's predicate
 test function's source) and the live fixture digest under the pins of that revision; verifies the
 ``fixture_envelope.json`` next to the receipt against the operator keyring and checks that it signs
 the receipt's digest. Anything that moved makes the receipt stale: exit 1, naming what moved.
+What cannot be checked makes it UNVERIFIABLE, not stale: exit 3, naming why (no operator keyring,
+the signer unreachable for one, no fixture_envelope.json beside a receipt that needs one); a
+receipt that is stale as well is STALE (exit 1), with the reasons it is unverifiable listed too.
 
 Reads receipts of schema ``patchgate/receipt/v1`` and ``v2`` and checks that the receipt agrees
 with itself (credits name the changed symbols; coverage = credited/changed; ``admit`` only with
@@ -12,7 +15,11 @@ credited symbol a property that passed every run in ``evidence``). A contradicti
 
 The operator keyring comes from ``--operator-keyring``, else ``[check] operator_keyring`` of
 ./patchgate.toml, else the signer's GetKeyring (``--signer`` or ``[check] signer``; trust on first
-use, printed). With none of them the envelope cannot be checked and the receipt is not verified.
+use, printed). With none of them the envelope cannot be checked: UNVERIFIABLE.
+
+exit codes: 0 the receipt still holds · 1 STALE (something moved, or the receipt contradicts
+itself, or an input cannot be read) · 3 UNVERIFIABLE (nothing moved that could be checked, but the
+envelope could not be checked) · 64 usage. 'patchgate explain' says what the receipt's codes mean.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,22 +35,46 @@ from client.analysis.classify.assertions import classify_property
 from client.commands.check import check_defaults
 from client.gate.steps import measure
 from client.gate.workspace import base_pins, tree_at
+from client.verdict.codes import unreachable_words
 from client.verdict.receipt import receipt_problems
 from patchgate.envelope import Envelope, verify_fixture_envelope
-from patchgate.errors import EnvelopeError, FixtureScanError, PatchgateError
+from patchgate.errors import EnvelopeError, FixtureScanError, PatchgateError, TransportError
 from patchgate.keys import Keyring
 from patchgate.ledgers import Receipt, read_record
 from patchgate.signer_client import SignerClient
 from patchgate.tls import ClientTLS
 
-__all__ = ["register", "run", "verify"]
+__all__ = ["EXIT_UNVERIFIABLE", "Findings", "register", "run", "verify"]
+
+EXIT_UNVERIFIABLE = 3
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What verify-receipt found: what moved (``stale``) and what it could not check."""
+
+    stale: list[str]
+    unverifiable: list[str]
+
+    @property
+    def verdict(self) -> str:
+        """``still holds``, ``STALE`` or ``UNVERIFIABLE`` (stale wins: something moved)."""
+        if self.stale:
+            return "STALE"
+        return "UNVERIFIABLE" if self.unverifiable else "still holds"
+
+    @property
+    def exit_code(self) -> int:
+        """0 holds, 1 stale, 3 unverifiable."""
+        return 1 if self.stale else (EXIT_UNVERIFIABLE if self.unverifiable else 0)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the ``verify-receipt`` command."""
     p = subparsers.add_parser(
         "verify-receipt",
-        help="recompute predicate hashes and fixture digest; check the envelope (exit 1: stale)",
+        help="recompute predicate hashes and fixture digest; check the envelope "
+        "(exit 1: stale, 3: unverifiable)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -78,8 +110,10 @@ def _keyring(args: argparse.Namespace, conf: dict[str, Any]) -> tuple[Keyring | 
         )
 
 
-def verify(receipt_path: Path, repo: Path, rev: str, keyring: Keyring | None) -> list[str]:
-    """What moved since the receipt was written (empty: still true)."""
+def verify(
+    receipt_path: Path, repo: Path, rev: str, keyring: Keyring | None, *, why_no_keyring: str = ""
+) -> Findings:
+    """What moved since the receipt was written, and what could not be checked."""
     receipt = read_record(Receipt, receipt_path)
     stale = [f"receipt: {p}" for p in receipt_problems(receipt)]
     with tree_at(repo, rev) as tree:
@@ -101,16 +135,32 @@ def verify(receipt_path: Path, repo: Path, rev: str, keyring: Keyring | None) ->
                 live = f"(unscannable: {exc})"
             if live != receipt.fixture_digest:
                 stale.append(f"fixture digest: {receipt.fixture_digest[:16]} is now {live[:40]}")
-    stale.extend(_envelope(receipt, receipt_path.parent / "fixture_envelope.json", keyring))
-    return stale
+    envelope = receipt_path.parent / "fixture_envelope.json"
+    moved, unchecked = _envelope(receipt, envelope, keyring, why_no_keyring)
+    return Findings(stale=[*stale, *moved], unverifiable=unchecked)
 
 
-def _envelope(receipt: Receipt, path: Path, keyring: Keyring | None) -> list[str]:
+def _envelope(
+    receipt: Receipt, path: Path, keyring: Keyring | None, why_no_keyring: str
+) -> tuple[list[str], list[str]]:
+    """(what moved, what could not be checked) of the envelope beside the receipt."""
+    found = _envelope_problems(receipt, path, keyring, why_no_keyring)
+    cannot = [p for p in found if p.startswith(_CANNOT)]
+    return [p for p in found if p not in cannot], cannot
+
+
+_CANNOT = "fixture_envelope.json: cannot verify"
+
+
+def _envelope_problems(
+    receipt: Receipt, path: Path, keyring: Keyring | None, why_no_keyring: str
+) -> list[str]:
     signed_stage = receipt.decision in ("admit", "reject_class", "reject_fixture_role")
     if not path.exists():
-        return ["fixture_envelope.json: missing next to the receipt"] if signed_stage else []
+        return [f"{_CANNOT}: missing next to the receipt"] if signed_stage else []
     if keyring is None:
-        return ["fixture_envelope.json: cannot verify without an operator keyring"]
+        why = why_no_keyring or "no operator keyring (--operator-keyring or --signer)"
+        return [f"{_CANNOT}: {why}"]
     try:
         env = Envelope.from_json(json.loads(path.read_text(encoding="utf-8")))
         statement = verify_fixture_envelope(env, keyring)
@@ -122,20 +172,26 @@ def _envelope(receipt: Receipt, path: Path, keyring: Keyring | None) -> list[str
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 0 when the receipt still holds, 1 when stale (each moved item on stdout)."""
+    """Exit 0 when the receipt still holds, 1 when stale, 3 when it cannot be verified."""
     try:
         keyring, source = _keyring(args, check_defaults())
+    except TransportError as exc:
+        signer = str(args.signer or check_defaults().get("signer"))
+        words = unreachable_words(who="signer", address=signer, kind=exc.kind, detail=exc.detail)
+        keyring, source = None, f"no operator keyring: {words}"
     except PatchgateError as exc:
         keyring, source = None, f"no operator keyring: {exc}"
-    stale = verify(args.receipt, args.repo, args.rev, keyring)
+    found = verify(args.receipt, args.repo, args.rev, keyring, why_no_keyring=source)
     if args.json:
         json.dump(
             {
                 "receipt": str(args.receipt),
                 "rev": args.rev,
                 "keyring": source,
-                "stale": stale,
-                "ok": not stale,
+                "stale": found.stale,
+                "unverifiable": found.unverifiable,
+                "verdict": found.verdict,
+                "ok": found.exit_code == 0,
             },
             sys.stdout,
             indent=2,
@@ -143,7 +199,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(f"keyring    {source}", file=sys.stderr)
-        for line in stale:
+        for line in found.stale:
             print(f"stale      {line}")
-        print("receipt    " + ("still holds" if not stale else "STALE"))
-    return 0 if not stale else 1
+        for line in found.unverifiable:
+            print(f"unverified {line}")
+        print(f"receipt    {found.verdict}")
+    return found.exit_code

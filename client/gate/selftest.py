@@ -3,15 +3,19 @@
 No patch, no provenance, no admission and no credit: the base's fixtures are hashed and signed as
 usual, every pinned property but ``external_probe`` (and those a valid freeze citation quarantines,
 as in a check) runs ``runs`` times on the local executors, and
-each run's sandbox log goes to ``runs/`` of the ledger directory. The exit code says whether the
-harness works on the base:
+each run's sandbox log goes to ``runs/`` of the ledger directory (``--out``: the self-test writes
+nothing else, and nothing into the repository: the suite runs on an extraction of the base). The
+first line of its report says what happened (:data:`CAUSES`), and the exit code says which kind
+of cause it was:
 
-* 0: every property passed every run;
-* 78: a property failed or errored on the base (a collection or import error, a missing
-  ``pythonpath``, a test that is simply red), or the operator signature does not verify — a setup
-  problem for the operator, not a verdict on any patch;
-* 2: the base's fixture bytes do not match its own pin, or an executor refused the request;
-* 4: the signer or an executor was unreachable, or a run came back without an outcome.
+* 0 ``SELF-TEST PASSED``: every property passed every run;
+* 2 ``SELF-TEST FAILED: fixtures do not match their pin`` (the base's fixture bytes against its
+  own pin), or ``... an executor refused the request``;
+* 4 ``SELF-TEST FAILED: the signer is unreachable``, or ``... a run came back without an
+  outcome`` (an executor unreachable, a deadline, a sandbox that did not start);
+* 78 ``SELF-TEST FAILED: the operator signature does not verify``, or ``... N properties did not
+  pass on the base: <ids>`` (a collection or import error, a missing ``pythonpath``, a test that
+  is simply red) — a setup problem for the operator, not a verdict on any patch.
 
 No receipt is written: a self-test judges no patch. Its report is rendered from a receipt-shaped
 summary that says so (``decision`` ``self_test``, never admitted).
@@ -41,10 +45,20 @@ from patchgate.evidence import Evidence
 from patchgate.ledgers import Receipt, now_utc
 from patchgate.pins import PinSet, ProjectConfig, PropertyPin
 
-__all__ = ["SelfTestResult", "import_hint", "run_self_test"]
+__all__ = ["CAUSES", "SelfTestResult", "import_hint", "run_self_test"]
 
 _SCORABLE = ("match", "not_applicable")
 EXIT_PASSED, EXIT_UNSCORED, EXIT_UNAVAILABLE, EXIT_BROKEN = 0, 2, 4, 78
+#: cause -> (exit code, the words after ``SELF-TEST FAILED: ``); ``passed`` is the one success.
+CAUSES = {
+    "passed": (EXIT_PASSED, ""),
+    "fixtures": (EXIT_UNSCORED, "fixtures do not match their pin"),
+    "refused": (EXIT_UNSCORED, "an executor refused the request"),
+    "signer": (EXIT_UNAVAILABLE, "the signer is unreachable"),
+    "transport": (EXIT_UNAVAILABLE, "a run came back without an outcome"),
+    "signature": (EXIT_BROKEN, "the operator signature does not verify"),
+    "properties": (EXIT_BROKEN, "properties did not pass on the base"),
+}
 _POSTURE = {
     EXIT_PASSED: "human_review",
     EXIT_BROKEN: "reject_property_miss",
@@ -61,6 +75,7 @@ class SelfTestResult:
     receipt: Receipt
     reasons: tuple[str, ...] = ()
     evidence: Evidence = field(default_factory=Evidence)
+    verdict: str = ""  # the report's first line: SELF-TEST PASSED or SELF-TEST FAILED: <cause>
 
 
 @dataclass(kw_only=True)
@@ -74,7 +89,11 @@ class _Seen:
     environment: str = ""
     source_roots_src: bool = False
 
-    def result(self, code: int, reasons: list[str], evidence: Evidence) -> SelfTestResult:
+    def result(
+        self, cause: str, reasons: list[str], evidence: Evidence, detail: str = ""
+    ) -> SelfTestResult:
+        code, words = CAUSES[cause]
+        verdict = "SELF-TEST PASSED" if cause == "passed" else f"SELF-TEST FAILED: {words}"
         summary = build_receipt(
             review_clock=now_utc(),
             patch_sha256="",
@@ -88,7 +107,11 @@ class _Seen:
             environment=self.environment,
         )
         return SelfTestResult(
-            exit_code=code, receipt=summary, reasons=tuple(reasons), evidence=evidence
+            exit_code=code,
+            receipt=summary,
+            reasons=tuple(reasons),
+            evidence=evidence,
+            verdict=verdict + detail,
         )
 
 
@@ -146,16 +169,16 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
         fixture = steps.fixture_step(root, pins, s.out)
         seen = _Seen(fixture_status=fixture.status, fixture_digest=fixture.digest)
         if fixture.status not in _SCORABLE or fixture.manifest is None:
-            return seen.result(EXIT_UNSCORED, list(fixture.reasons), evidence)
+            return seen.result("fixtures", list(fixture.reasons), evidence)
         seen.source_roots_src = (root / "src").is_dir()
         env = suite_environment(s.repo, s.base, pins.config, root, say)
         seen.environment = env or EXECUTOR_ENVIRONMENT
         manifest = dataclasses.replace(fixture.manifest, environment_digest=env)
         sig = steps.signature_step(s, manifest, s.out)
         if sig.transport is not None:
-            return seen.result(EXIT_UNAVAILABLE, list(sig.reasons), evidence)
+            return seen.result("signer", list(sig.reasons), evidence)
         if sig.envelope is None:
-            return seen.result(EXIT_BROKEN, [sig.problem or "no operator signature"], evidence)
+            return seen.result("signature", [sig.problem or "no operator signature"], evidence)
         lane = steps.execute(
             s,
             lane="local",
@@ -182,9 +205,9 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
     seen.transport = [t.to_json() for t in lane.transport]
     reasons = [*lane.refusals, *(f"{pid}: {why}" for pid, why in held.items())]
     if lane.refusals:
-        return seen.result(EXIT_UNSCORED, reasons, evidence)
+        return seen.result("refused", reasons, evidence)
     if lane.transport or any(v.status == "incomplete" for v in stab.values()):
-        return seen.result(EXIT_UNAVAILABLE, reasons, evidence)
+        return seen.result("transport", reasons, evidence)
     broken = sorted(pid for pid, v in stab.items() if not v.passed_both)
     reasons += [f"{pid} did not pass every run on the base: {statuses[pid]}" for pid in broken]
     hint = import_hint(
@@ -195,4 +218,6 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
     )
     if broken and hint:
         reasons.append(hint)
-    return seen.result(EXIT_BROKEN if broken else EXIT_PASSED, reasons, evidence)
+    if not broken:
+        return seen.result("passed", reasons, evidence)
+    return seen.result("properties", reasons, evidence, f" ({len(broken)}: {', '.join(broken)})")

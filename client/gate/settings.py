@@ -52,3 +52,6 @@ class CheckSettings:
     #: A person's override, recorded in the receipt and never applied (both or neither).
     override_by: str | None = None
     override_reason: str | None = None
+    #: The lane (``patchgate up``) the daemon settings came from, to name it when a daemon does
+    #: not answer; empty when they came from flags, the environment or ``./patchgate.toml``.
+    lane: str = ""

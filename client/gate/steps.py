@@ -29,6 +29,7 @@ from client.gate.runs.targets import Target, targeted_connect
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
 from client.verdict.citations import Citation, check_citations
+from client.verdict.codes import unreachable_words
 from client.verdict.flakes import FlakeObservation
 from client.verdict.stability import Stability, freeze_proposal
 from patchgate.atomicfile import atomic_write_json
@@ -327,7 +328,10 @@ def signature_step(
             "lane": "signer",
             "address": s.signer,
         }
-        return SignatureResult(transport=detail, reasons=(f"signer: {exc}",), notes=tuple(notes))
+        why = unreachable_words(
+            who="signer", address=s.signer, kind=exc.kind, detail=exc.detail, lane=s.lane
+        )
+        return SignatureResult(transport=detail, reasons=(why,), notes=tuple(notes))
     except (RefusedError, EnvelopeError) as exc:
         return SignatureResult(
             problem=f"no valid operator signature: {exc}",

@@ -176,7 +176,7 @@ def check_state_dir(state_dir: Path) -> None:
 def write_settings(state_dir: Path, table: Mapping[str, Any]) -> Path:
     """Write the ``[check]`` table to ``STATE/check.toml`` (atomically, with a TOML writer)."""
     path = settings_path(state_dir)
-    text = f"{MARKER}; `patchgate check` reads it (see docs/lanes.md)\n" + tomli_w.dumps(
+    text = f"{MARKER}; `patchgate check` reads it (patchgate up --help)\n" + tomli_w.dumps(
         {"check": dict(table)}
     )
     atomic_write_bytes(path, text.encode("utf-8"), mode=0o600)

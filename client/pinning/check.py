@@ -12,6 +12,9 @@ Each pin file is checked three ways, and every problem is one line ``FILE: FIELD
    (:mod:`client.analysis.classify.assertions`): a predicate that cannot fail (``tautology``,
    e.g. ``assert True``) does not enter the pin — a problem naming the assertion; ``fixture_eq``
    and ``opaque`` are warnings (listed, exit 0): they run, but earn no credit.
+5. every pinned fixture file against the same tree: absent, unsafe or with other bytes is a
+   problem (``pin check --rev HEAD`` of a pin that holds a gitignored file fails); in a revision,
+   a file of the fixture root the pin does not list is one too. Each would be ``R2`` there.
 
 ``properties.json`` and ``fixtures.json`` are required, ``flakes.json`` is optional. An invalid
 ``[tool.patchgate]`` stops the check (it says where the pins are): that one problem is returned.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -29,8 +33,9 @@ from jsonschema.exceptions import ValidationError
 
 from client.analysis.classify.assertions import classify_properties
 from client.pinning.names import SymbolNames, tree_symbols
-from client.pinning.tree import SourceTree
-from patchgate.errors import PinError, PinErrors
+from client.pinning.tree import RevTree, SourceTree
+from patchgate.digest import hash_files, scan_fixture_tree
+from patchgate.errors import FixtureScanError, PinError, PinErrors
 from patchgate.pins import (
     FixturePin,
     PinSet,
@@ -49,6 +54,7 @@ __all__ = [
     "PinReport",
     "check_tree",
     "covers_problems",
+    "fixture_problems",
     "predicate_problems",
     "schema_problems",
 ]
@@ -242,15 +248,45 @@ def _commands_only(obj: object) -> FixturePin | None:
     )
 
 
-def _symbols(tree: SourceTree, config: ProjectConfig) -> SymbolNames:
+def _symbols(tree: SourceTree, config: ProjectConfig, root: Path) -> SymbolNames:
     """The tree's names under the layout of its pins (of its configuration alone if invalid)."""
     pins: PinSet | None = None
     try:
         pins = load_pins(tree.pins, config)
     except PinError:
         pins = None
-    with tree.checkout() as root:
-        return tree_symbols(root, config, pins)
+    return tree_symbols(root, config, pins)
+
+
+def fixture_problems(
+    root: Path, pin: FixturePin, fixture_root: str, where: str, tree: SourceTree
+) -> list[str]:
+    """A line for every pinned fixture file the tree lacks or holds with other bytes, and (in a
+    revision, which is what ``check`` reads) every file of its fixture root the pin does not list:
+    each would be ``R2`` on every check of that tree."""
+    try:
+        found = scan_fixture_tree(root, fixture_root, pin.files)
+        extra: list[str] = []
+    except FixtureScanError as exc:
+        out = [
+            f"{where}: files[{p!r}]: a pinned file {tree.name} does not hold" for p in exc.missing
+        ]
+        out += [f"{root_rel}: unsafe in {tree.name} (a link or not a regular file)"
+                for root_rel in exc.unsafe]  # fmt: skip
+        bad = set(exc.missing) | set(exc.unsafe)
+        found = {p: str(root / p) for p in pin.files if p not in bad}
+        extra = exc.extra if isinstance(tree, RevTree) else []
+        problems = out
+    else:
+        problems = []
+    live = hash_files({p: f for p, f in found.items() if p in pin.files})
+    problems += [
+        f"{where}: files[{p!r}]: the pinned hash differs from the bytes in {tree.name}"
+        for p, entry in sorted(live.items())
+        if entry.sha256 != pin.files[p]
+    ]
+    problems += [f"{p}: in {tree.name} but not pinned in {where}" for p in extra]
+    return problems
 
 
 def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinReport:
@@ -287,9 +323,15 @@ def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinRepor
             warnings.extend(weak)
     props_obj, n_props = _entries(raw_props, "properties")
     n_covers = _covers_count(props_obj)
-    if n_covers:
-        names = symbols if symbols is not None else _symbols(tree, config)
-        problems.extend(covers_problems(props_obj, source.describe(prop_path), names, tree.name))
+    with tree.checkout() as root:
+        if isinstance(fixtures, FixturePin) and fixtures.pin_id:  # a pin that parsed
+            where = source.describe(fx_path)
+            problems.extend(fixture_problems(root, fixtures, config.fixture_root, where, tree))
+        if n_covers:
+            names = symbols if symbols is not None else _symbols(tree, config, root)
+            problems.extend(
+                covers_problems(props_obj, source.describe(prop_path), names, tree.name)
+            )
     if raw_flakes is not None:
         where = source.describe(flake_path)
         found, _ = _checked("flakes", raw_flakes, where, lambda r: parse_flakes(r, where))

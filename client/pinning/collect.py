@@ -23,8 +23,14 @@ where ``<module>.<test>`` is the node id's file as a dotted path and its names
 The marked tests are the whole truth: ``properties.json`` is replaced, and what was added,
 removed or changed (by id) is printed. Refused, every problem listed at once and nothing written
 (exit 78): a collection error, a mark with positional arguments or an unknown keyword, no ``kind``
-or an unknown one, ``covers`` missing or not a list of names, a parametrized test (one property
-is one test id), two tests with the same id, and anything the pin parser refuses.
+or an unknown one, ``covers`` missing or not a list of names, two tests with the same id, and
+anything the pin parser refuses.
+
+A parametrized test function is one property: all its cases (its command ends with the function's
+node id, ``tests/test_a.py::test_f``, which pytest runs with every case; ``pass`` only when every
+case passes). Its cases must all carry the same mark (refused: cases with different marks, or only
+some cases marked — a ``pytest.param(..., marks=...)`` mark would leave the others unreviewed in
+the property). The default id is the function's.
 """
 
 from __future__ import annotations
@@ -128,6 +134,9 @@ def run_collection(repo: Path, paths: Sequence[str]) -> list[dict[str, Any]]:
             )
         data = json.loads(out.read_text(encoding="utf-8"))
     items: list[dict[str, Any]] = data["items"]
+    counts = data.get("cases", {})
+    for item in items:  # how many cases the function has, marked or not (see _functions)
+        item["cases_collected"] = counts.get(item.get("function", ""), 0)
     return items
 
 
@@ -150,8 +159,6 @@ def _property(item: dict[str, Any], command: Sequence[str]) -> tuple[dict[str, A
         for k in kwargs
         if k not in _KEYWORDS
     ]
-    if item.get("parametrized"):
-        problems.append("a parametrized test: one property is one test id; mark a plain test")
     kind = kwargs.get("kind")
     if kind not in PROPERTY_CLASSES:
         problems.append(f"kind= is required, one of {', '.join(PROPERTY_CLASSES)} (got {kind!r})")
@@ -174,14 +181,46 @@ def _property(item: dict[str, Any], command: Sequence[str]) -> tuple[dict[str, A
     return prop, [f"{nodeid}: {p}" for p in problems]
 
 
+def _functions(items: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One record per test function: a parametrized function's cases folded into one whose
+    ``nodeid`` is the function's; a problem when its cases' marks differ or only some are marked."""
+    out: list[dict[str, Any]] = []
+    problems: list[str] = []
+    seen: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        if not item.get("parametrized"):
+            out.append(item)
+            continue
+        function = str(item.get("function") or str(item.get("nodeid", "?")).split("[", 1)[0])
+        if function not in seen:
+            seen[function] = []
+            out.append({**item, "nodeid": function, "parametrized": False})
+        seen[function].append(item)
+    for function, cases in seen.items():
+        marks = {json.dumps([c.get("args"), c.get("kwargs")], sort_keys=True) for c in cases}
+        if len(marks) > 1:
+            problems.append(
+                f"{function}: its cases carry different patchgate marks; a parametrized test is "
+                "one property: mark the function once"
+            )
+        total = max((int(c.get("cases_collected") or 0) for c in cases), default=0)
+        if total > len(cases):
+            problems.append(
+                f"{function}: only {len(cases)} of its {total} cases are marked; a parametrized "
+                "test is one property with all its cases: mark the function"
+            )
+    return out, problems
+
+
 def build_properties(
     items: Sequence[dict[str, Any]], command: Sequence[str]
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The properties of the collected ``items`` and every problem (ids must be unique)."""
+    """The properties of the collected ``items`` (a parametrized function's cases: one property)
+    and every problem (ids must be unique)."""
     props: list[dict[str, Any]] = []
-    problems: list[str] = []
     owner: dict[str, str] = {}
-    for item in items:
+    functions, problems = _functions(items)
+    for item in functions:
         prop, found = _property(item, command)
         problems += found
         nodeid = prop["command"][-1]

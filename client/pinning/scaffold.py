@@ -9,9 +9,11 @@ its bytes are kept as they are, the table goes at the end — else it is a new `
 
 It refuses (exit 64, nothing written) when any file it would create exists, when
 ``patchgate.toml`` exists (the gate reads it before ``pyproject.toml``) or when ``pyproject.toml``
-already has a ``[tool.patchgate]`` table: it names each. An unreadable ``pyproject.toml`` is a
-configuration error (exit 78). Before anything is written, the new configuration is read back with
-:func:`patchgate.pins.load_config` and the new fixture pin with the pin parser.
+already has a ``[tool.patchgate]`` table: it names each. A fixture file git ignores or does not
+track is refused (exit 78), or left out and listed with ``skip_untracked``. An unreadable
+``pyproject.toml`` is a configuration error (exit 78). Before anything is written, the new
+configuration is read back with :func:`patchgate.pins.load_config` and the new fixture pin with
+the pin parser.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from client.errors import EXIT_USAGE, CommandRefused, ConfigError
 from client.pinning.changes import no_link_on_the_way
-from client.pinning.fixtures import config_error, scan_fixtures
+from client.pinning.fixtures import config_error, scan_fixtures, tracked_fixtures
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
 from patchgate.digest import validate_path
 from patchgate.environment import parse_lock
@@ -38,7 +40,7 @@ DEFAULT_COMMAND = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
 DEFAULT_SEED = 7
 DEFAULT_CLOCK_BOUND_MS = 30_000
 _CONFIG_HEADER = (
-    "# patchgate: where the pins are and what is production source (docs/reference/pins.md).\n"
+    "# patchgate: where the pins are and what is production source (patchgate init --help).\n"
     "# The gate reads this table from the base revision; editing it in a patch is a pin mutation.\n"
 )
 
@@ -52,6 +54,7 @@ class InitPlan:
     config_file: str
     source_roots: tuple[str, ...]
     fixture_files: int
+    skipped: tuple[str, ...] = ()
 
     @property
     def created(self) -> list[str]:
@@ -142,7 +145,11 @@ class _Bytes:
 
 
 def plan_init(
-    repo: Path, *, fixture_root: str = "fixtures", requirements: str | None = None
+    repo: Path,
+    *,
+    fixture_root: str = "fixtures",
+    requirements: str | None = None,
+    skip_untracked: bool = False,
 ) -> InitPlan:
     """What ``init`` would write in ``repo``; CommandRefused naming every file that exists."""
     try:
@@ -165,7 +172,9 @@ def plan_init(
     roots = ("src",) if has_src else (".",)
     lock = _requirements(repo, requirements)
     config_file, config_bytes, config_mode = _config(repo, _table(roots, fixture_root, lock))
-    files = scan_fixtures(repo, fixture_root)
+    files, skipped = tracked_fixtures(
+        repo, fixture_root, scan_fixtures(repo, fixture_root), skip_untracked=skip_untracked
+    )
     fixtures = {
         "pin_id": _pin_id(repo),
         "algorithm": "sha256",
@@ -193,6 +202,7 @@ def plan_init(
         config_file=config_file,
         source_roots=roots,
         fixture_files=len(files),
+        skipped=skipped,
     )
 
 

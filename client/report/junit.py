@@ -3,7 +3,10 @@
 A run that failed is a ``<failure>`` (outcome ``fail``) or an ``<error>`` (``error``,
 ``exceeded_bound``) with its failure text and log excerpt; a property with no run (the check stopped
 before running, or only transport came back) is ``<skipped>`` with the reason. Each run's outcome
-and duration go to ``<system-out>``. Characters XML 1.0 cannot hold become ``?``.
+and duration go to ``<system-out>``; a parametrized property's cases too, one line per case and
+run (``run 1 case path.py::test_f[2-3]: fail``) and one ``<property name="run 1 case NODEID"
+value="OUTCOME">`` each, so a CI page shows which case failed. Characters XML 1.0 cannot hold
+become ``?``.
 """
 
 from __future__ import annotations
@@ -43,8 +46,20 @@ def _case(report: Report, pid: str, parent: ET.Element) -> str:
         which = "; ".join(f"run {o.run_index} {o.outcome}" for o in bad)
         el = ET.SubElement(case, kind, message=_clean(which), type=bad[0].outcome)
         el.text = _clean("\n\n".join(f"run {o.run_index}: {failure_text(ev, o)}" for o in bad))
+    if any(o.cases for o in runs):
+        props = ET.Element("properties")
+        case.insert(0, props)  # first, as pytest writes its own
+        for o in runs:
+            for node, outcome in o.cases:
+                name = _clean(f"run {o.run_index} case {node}")
+                ET.SubElement(props, "property", name=name, value=outcome)
     out = ET.SubElement(case, "system-out")
-    out.text = "".join(f"run {o.run_index}: {o.outcome} ({o.duration_ms} ms)\n" for o in runs)
+    out.text = "".join(
+        f"run {o.run_index}: {o.outcome} ({o.duration_ms} ms)\n"
+        + "".join(f"run {o.run_index} case {n}: {c}\n" for n, c in o.cases)
+        for o in runs
+    )
+    out.text = _clean(out.text)
     return kind
 
 

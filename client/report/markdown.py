@@ -10,7 +10,7 @@ from client.report.text import (
     self_test_rows,
     table_rows,
 )
-from client.verdict.codes import CODES
+from client.verdict.codes import CODES, NEXT_STEPS, POSTURES
 
 __all__ = ["render_markdown"]
 
@@ -60,6 +60,9 @@ def render_markdown(report: Report) -> str:
             for code in r.rejection_codes:
                 name, meaning = CODES.get(code, ("unknown code", ""))
                 out.append(f"- **{code}** {name}: {meaning}")
+                out.append(f"  - next: {NEXT_STEPS.get(code, '-')}")
+        elif not r.admit and r.posture in POSTURES:
+            out += ["", f"**Next** {POSTURES[r.posture][3]}"]
     out += ["", "### Details", ""]
     if not report.self_test:
         out.append(f"- posture `{r.posture}`, admission decision `{r.decision or '-'}`")

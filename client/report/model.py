@@ -54,6 +54,8 @@ class Report:
     evidence: Evidence = field(default_factory=Evidence)
     out_dir: str = ""
     self_test: bool = False
+    self_test_verdict: str = ""  # a self-test's first line, from the cause it found
+    lane: str = ""  # the lane (`patchgate up`) the daemon settings came from; empty: flags
 
 
 def printable(text: str) -> str:
@@ -64,9 +66,14 @@ def printable(text: str) -> str:
 def headline(report: Report) -> str:
     """``ADMITTED``, or ``REJECTED: <posture in words>`` (a self-test: ``SELF-TEST ...``)."""
     r = report.receipt
-    if report.self_test:
+    if report.self_test and report.self_test_verdict:
+        return report.self_test_verdict
+    if report.self_test:  # no cause given: passed only on a passing posture and no failure
         bad = report.evidence.failures()
-        return "SELF-TEST PASSED" if not bad else f"SELF-TEST FAILED: {', '.join(sorted(bad))}"
+        if bad:
+            return f"SELF-TEST FAILED: {', '.join(sorted(bad))}"
+        ok = r.posture == "human_review"
+        return "SELF-TEST PASSED" if ok else f"SELF-TEST FAILED: {posture_words(r.posture)}"
     return "ADMITTED" if r.admit else f"REJECTED: {posture_words(r.posture)}"
 
 

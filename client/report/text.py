@@ -3,8 +3,9 @@
 The first line is the verdict (``ADMITTED`` or ``REJECTED: <posture in words>``); then the credit
 table (``exec``: did both runs execute the symbol, ``killed``: mutants killed/run; ``-`` when the
 evidence does not have them), the failure text of each failed property with its log excerpt,
-coverage, the uncredited symbols with their reasons, each code with its meaning, and the rest of
-the receipt in short lines. ``--quiet`` prints the first line alone.
+coverage, the uncredited symbols with their reasons, each code with its meaning, one ``next`` line
+per code with what to do next (a rejection without a code: the posture's), and the rest of the
+receipt in short lines. ``--quiet`` prints the first line alone.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from client.report.model import (
     property_ids,
     same_shape,
 )
-from client.verdict.codes import code_line
+from client.verdict.codes import code_line, next_line, posture_next, unreachable_words
 
-__all__ = ["render_text", "self_test_rows", "table_rows"]
+__all__ = ["render_text", "self_test_rows", "table_rows", "transport_line"]
 
 HEADER = ("symbol", "property", "class", "run 1", "run 2", "exec", "killed", "credit")
 SELF_TEST_HEADER = ("property", "run 1", "run 2")
@@ -50,6 +51,19 @@ def table_rows(report: Report) -> list[tuple[str, ...]]:
             for s in r.changed_symbols
         ]
     return rows
+
+
+def transport_line(t: dict[str, object], lane: str = "") -> str:
+    """A transport record in words: a daemon that did not answer is named with its address and
+    lane (:func:`client.verdict.codes.unreachable_words`), never as the raw gRPC text (which stays
+    in the receipt); any other record as ``<lane> <kind>: <detail>``."""
+    kind, where, address = str(t.get("kind", "")), str(t.get("lane", "")), str(t.get("address", ""))
+    if kind in ("unavailable", "deadline") and address:
+        who = "signer" if where == "signer" else f"{where} executor".strip()
+        return unreachable_words(
+            who=who, address=address, kind=kind, detail=str(t.get("detail", "")), lane=lane
+        )
+    return f"{where} {kind}: {t.get('detail', '')}"
 
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -98,7 +112,8 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
         rows, header = self_test_rows(report), SELF_TEST_HEADER
     else:
         rows, header = table_rows(report), HEADER
-    lines += _table([header, *rows]) if rows else ["(no changed production symbol)"]
+    empty = "(no property ran)" if report.self_test else "(no changed production symbol)"
+    lines += _table([header, *rows]) if rows else [empty]
     if failed := failure_lines(report):
         lines += ["", "failures", *failed]
     lines.append("")
@@ -111,15 +126,20 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
         for symbol, why in r.uncredited.items():
             lines.append(f"uncredited {symbol}: {why}")
         lines.extend(f"code       {code_line(c)}" for c in r.rejection_codes)
+        lines.extend(f"next       {next_line(c)}" for c in r.rejection_codes)
+        if not r.admit and not r.rejection_codes and (todo := posture_next(r.posture)):
+            lines.append(f"next       {todo}")
         lines.append(f"posture    {r.posture} (admission decision: {r.decision or '-'})")
     lines.append(f"fixtures   {r.fixture_status or '-'} {r.fixture_digest[:16]}".rstrip())
     for o in r.flake_observations:
         lines.append(f"flake      {o.get('flake_id', '')} on {o.get('test_id', '')} (never credit)")
     if r.excluded_paths:
         lines.append(f"excluded   {', '.join(r.excluded_paths)}")
+    said = set()
     for t in r.transport:
-        lines.append(f"transport  {t.get('lane', '')} {t.get('kind', '')}: {t.get('detail', '')}")
-    lines.extend(f"why        {why}" for why in report.reasons)
+        said.add(line := transport_line(t, report.lane))
+        lines.append(f"transport  {line}")
+    lines.extend(f"why        {why}" for why in report.reasons if why not in said)
     if report.out_dir:
         lines.append(f"ledgers    {report.out_dir}")
     return printable("\n".join(lines)) + "\n"

@@ -45,6 +45,7 @@ from executord.runs.environment import (
 from executord.runs.records import (
     BatchVerdict,
     batch_outcomes,
+    case_outcomes,
     node_arguments,
     property_outcome,
     tree_of,
@@ -408,8 +409,9 @@ class Executor:
                 if v.outcome is not None:
                     status, failure, executed = v.outcome
                     state.results[(pid, r)] = RunOutcome.make(
-                        pid, r, status, failure, v.duration_ms, executed=executed, tree_hash=v.tree
-                    )
+                        pid, r, status, failure, v.duration_ms, executed=executed,
+                        tree_hash=v.tree, cases=v.cases,
+                    )  # fmt: skip
         return {pid: v.alone for pid, v in verdicts.items() if v.outcome is None}
 
     def _batch_run(  # noqa: PLR0917 - private, one call site
@@ -603,6 +605,7 @@ class Executor:
                 done.run_ms,
                 executed=executed,
                 tree_hash=tree_of(records, node_args),
+                cases=case_outcomes(records, node_args),
             )
         collect = int((time.monotonic() - t0) * 1000)
         emit(Progress(prop.id, run_index, "done", outcome.outcome))

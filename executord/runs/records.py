@@ -39,6 +39,7 @@ __all__ = [
     "ItemRecord",
     "RecordLog",
     "batch_outcomes",
+    "case_outcomes",
     "node_arguments",
     "property_outcome",
     "tree_of",
@@ -250,6 +251,7 @@ class BatchVerdict:
     alone: str = ""  # the reason it is re-run alone ("" when ``outcome`` stands)
     duration_ms: int = 0  # the property's items' durations in the batch
     tree: str = ""  # the property's output tree (see ``tree_of``); "" when not measured
+    cases: tuple[tuple[str, str], ...] = ()  # see ``case_outcomes``
 
 
 def batch_outcomes(
@@ -300,24 +302,36 @@ def batch_outcomes(
             if got[0] == "error" and got[1].startswith(MISSING):
                 out[pid] = BatchVerdict(None, "missing from its batch's report", ms)
             else:
-                out[pid] = BatchVerdict(got, "", ms, tree_of(log, node_args))
+                out[pid] = BatchVerdict(
+                    got, "", ms, tree_of(log, node_args), case_outcomes(log, node_args)
+                )
             continue
         if log.problems or missing or not log.started or log.plugin != plugin:
             out[pid] = BatchVerdict(None, why, ms)
             continue
         executed = tuple(sorted({e for i in items.values() for e in i.executed}))
+        cases = case_outcomes(log, node_args)
         kinds = {i.outcome for i in items.values()}
         if "exceeded_bound" in kinds:
-            out[pid] = BatchVerdict(("exceeded_bound", bound_text, executed), "", ms)
+            out[pid] = BatchVerdict(("exceeded_bound", bound_text, executed), "", ms, cases=cases)
         elif kinds & {"error", "skip"}:
             bad = [i for i in items.values() if i.outcome in {"error", "skip"}]
-            out[pid] = BatchVerdict(("error", _texts(bad), executed), "", ms)
+            out[pid] = BatchVerdict(("error", _texts(bad), executed), "", ms, cases=cases)
         elif "fail" in kinds:
             failed = [i for i in items.values() if i.outcome == "fail"]
-            out[pid] = BatchVerdict(("fail", _texts(failed), executed), "", ms)
+            out[pid] = BatchVerdict(("fail", _texts(failed), executed), "", ms, cases=cases)
         else:
             out[pid] = BatchVerdict(None, why, ms)
     return out
+
+
+def case_outcomes(log: RecordLog, node_args: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """Each case of a parametrized property: (node id, the reporter's outcome), sorted; empty when
+    every item is one of the node ids itself (a plain test: its outcome is the property's)."""
+    items, _ = _items_of(log, node_args)
+    if set(items) <= set(node_args):
+        return ()
+    return tuple(sorted((n, i.outcome) for n, i in items.items()))
 
 
 def tree_of(log: RecordLog, node_args: Sequence[str]) -> str:

@@ -133,7 +133,7 @@ class PropertySpec(_message.Message):
     def __init__(self, id: _Optional[str] = ..., claim: _Optional[str] = ..., property_class: _Optional[_Union[PropertyClass, str]] = ..., covers: _Optional[_Iterable[str]] = ..., command: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RunOutcome(_message.Message):
-    __slots__ = ("property_id", "run_index", "outcome", "outcome_hash", "failure_signature", "duration_ms", "executed", "tree_hash")
+    __slots__ = ("property_id", "run_index", "outcome", "outcome_hash", "failure_signature", "duration_ms", "executed", "tree_hash", "cases")
     PROPERTY_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_INDEX_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
@@ -142,6 +142,7 @@ class RunOutcome(_message.Message):
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
     EXECUTED_FIELD_NUMBER: _ClassVar[int]
     TREE_HASH_FIELD_NUMBER: _ClassVar[int]
+    CASES_FIELD_NUMBER: _ClassVar[int]
     property_id: str
     run_index: int
     outcome: Outcome
@@ -150,7 +151,16 @@ class RunOutcome(_message.Message):
     duration_ms: int
     executed: _containers.RepeatedScalarFieldContainer[str]
     tree_hash: str
-    def __init__(self, property_id: _Optional[str] = ..., run_index: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., outcome_hash: _Optional[str] = ..., failure_signature: _Optional[str] = ..., duration_ms: _Optional[int] = ..., executed: _Optional[_Iterable[str]] = ..., tree_hash: _Optional[str] = ...) -> None: ...
+    cases: _containers.RepeatedCompositeFieldContainer[CaseOutcome]
+    def __init__(self, property_id: _Optional[str] = ..., run_index: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., outcome_hash: _Optional[str] = ..., failure_signature: _Optional[str] = ..., duration_ms: _Optional[int] = ..., executed: _Optional[_Iterable[str]] = ..., tree_hash: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[CaseOutcome, _Mapping]]] = ...) -> None: ...
+
+class CaseOutcome(_message.Message):
+    __slots__ = ("nodeid", "outcome")
+    NODEID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    nodeid: str
+    outcome: str
+    def __init__(self, nodeid: _Optional[str] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class TransportRecord(_message.Message):
     __slots__ = ("property_id", "run_index", "kind", "detail")

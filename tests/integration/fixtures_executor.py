@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -115,6 +116,35 @@ def start_executor(
         log_path=log_path,
         instance=instance,
     )
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Pids whose command line holds ``text`` (a test's own unique temp directory)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def stop_everything_under(path: Path) -> None:
+    """Stop every lane a test started under its own ``path`` before the directory is removed,
+    even when the test failed: ``patchgate down`` of each lane.json, then SIGKILL by pid of any
+    process still naming ``path`` (an ``up`` cut short writes no lane.json). Removing the
+    directory first left an orphan ``patchgate-executord`` no ``down`` could find any more."""
+    patchgate = str(Path(sys.executable).parent / "patchgate")
+    for lane in sorted(path.rglob("lane.json")):
+        subprocess.run(
+            [patchgate, "down", "--state", str(lane.parent)], capture_output=True,
+            check=False, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    for pid in _processes_naming(str(path)):
+        if pid != os.getpid():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def labeled_containers(instance: str | None = None, docker_host: str | None = None) -> list[str]:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.fixtures_executor import stop_everything_under
 from tests.integration.test_operator_pins import PATCH_LINES
 from tests.unit._pinning_helpers import git, make_library
 
@@ -36,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "ci"
 BIN = str(Path(sys.executable).parent)
 _EXPR = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
-_INSTALL = "python -m pip install patchgate"
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,7 @@ def pull_request(tmp_path: Path) -> Iterator[PullRequest]:
     try:
         yield PullRequest(lib, base, head, temp)
     finally:
-        for lane in temp.glob("patchgate-lane*"):
-            if lane.is_dir():
-                _pg("down", "--state", str(lane))  # only if a failed step left it up
+        stop_everything_under(temp)  # only if a failed step left a lane up
         shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -149,56 +147,80 @@ def test_the_github_actions_workflow_runs_and_publishes_the_report(
         "Check the patch",
         "Stop the daemons",
     ]
-    out = Path(env["PATCHGATE_OUT"])
+    report = Path(env["REPORT"])
+    out = report / "check"
     receipt = json.loads((out / "receipt.json").read_text())
     # the job's result is the verdict: the step fails exactly when the patch is not admitted
     assert dict(ran)["Check the patch"] == (0 if receipt["admit"] else 1)
     headline = "ADMITTED" if receipt["admit"] else "REJECTED: "
     assert summary.read_text().startswith(f"## patchgate: {headline}")
-    cases = ET.parse(out / "junit.xml").getroot().iter("testcase")  # noqa: S314 - our own file
+    cases = ET.parse(report / "junit.xml").getroot().iter("testcase")  # noqa: S314 - our own file
     assert {c.get("name") for c in cases} == {
         "textkit.slugify.idempotent",
         "tests.test_core.test_count",
     }
-    assert (out / "receipt.json").is_file()
+    # the uploaded artifact holds both commands' ledgers, run logs and output
+    upload = next(st for st in job["steps"] if "upload-artifact" in st.get("uses", ""))
+    assert _substitute(upload["with"]["path"], known) == str(report)
     assert (out / "runs" / "textkit.slugify.idempotent" / "1.log").is_file()
+    assert (report / "self-test" / "runs" / "textkit.slugify.idempotent" / "1.log").is_file()
+    assert (report / "logs" / "self-test.txt").read_text().startswith("SELF-TEST PASSED")
+    assert (report / "logs" / "check.stderr.txt").is_file()
     assert not (pr.temp / "patchgate-lane" / "lane.json").exists()  # down ran
 
 
-def test_the_gitlab_ci_job_runs_and_keeps_the_report(pull_request: PullRequest) -> None:
+@pytest.fixture(scope="module")
+def gitlab_ci_local() -> str:
+    """gitlab-ci-local (pinned) and rsync, installed by the project's own scripts/ci-tools.sh
+    (idempotent; cached per version outside the checkout)."""
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "ci-tools.sh")], capture_output=True, text=True, check=False,
+        timeout=1200, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_gitlab_ci_job_runs_under_gitlab_ci_local_and_keeps_the_report(
+    pull_request: PullRequest, gitlab_ci_local: str
+) -> None:
+    """The job as written — its rules, variables, before_script (patchgate installed into a venv of
+    its own from this repository, PATCHGATE_SOURCE), script and after_script — run by
+    gitlab-ci-local with its shell executor on a merge request's commit."""
     pr = pull_request
-    config: dict[str, Any] = yaml.safe_load((EXAMPLES / "gitlab-ci.yml").read_text())
-    job = config["patchgate"]
-    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
-    provided = {
-        "CI": "true",
-        "CI_PROJECT_DIR": str(pr.repo),
-        "CI_JOB_ID": "4242",
-        "CI_MERGE_REQUEST_DIFF_BASE_SHA": pr.base,
-        "CI_COMMIT_SHA": pr.head,
-        "CI_MERGE_REQUEST_IID": "7",
-        "CI_PIPELINE_SOURCE": "merge_request_event",
-    }
-    env = _env(provided, pr)
-    for key, value in job.get("variables", {}).items():  # GitLab expands $VARS in variables
-        env[key] = re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), ""), str(value))
-    lines = [line for line in job["before_script"] if line != _INSTALL]
-    assert len(lines) == len(job["before_script"]) - 1  # only the install line is left out
-    main = _bash("\n".join([*lines, *job["script"]]), pr.repo, env)
-    after = _bash("\n".join(job["after_script"]), pr.repo, env)
-    out = pr.repo / "patchgate-report"
-    assert env["PATCHGATE_OUT"] == str(out)
-    assert (out / "receipt.json").is_file(), main.stdout + main.stderr
-    receipt = json.loads((out / "receipt.json").read_text())
+    job_file = os.path.relpath(EXAMPLES / "gitlab-ci.yml", pr.repo)
+    argv = [
+        gitlab_ci_local, "--file", job_file, "--force-shell-executor",
+        "--home", str(pr.temp / "gcl-home"),
+        "--variable", "CI_PIPELINE_SOURCE=merge_request_event",
+        "--variable", f"CI_MERGE_REQUEST_DIFF_BASE_SHA={pr.base}",
+        "--variable", "CI_MERGE_REQUEST_IID=7",
+        "--variable", f"PATCHGATE_SOURCE={ROOT}",
+        "--variable", f"TMPDIR={pr.temp}",  # the lane's state, found and stopped by the fixture
+        "patchgate",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CI", "GITLAB"))}
+    env |= {"TMPDIR": str(pr.temp), "XDG_STATE_HOME": str(pr.temp / "state"), "NO_COLOR": "1"}
+    run = subprocess.run(
+        argv, cwd=pr.repo, env=env, capture_output=True, text=True, timeout=1200, check=False,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    log = run.stdout + run.stderr
+    out, logs = pr.repo / "patchgate-report", pr.repo / "patchgate-logs"
+    assert (out / "check" / "receipt.json").is_file(), log[-6000:]
+    receipt = json.loads((out / "check" / "receipt.json").read_text())
     # the job's result is the verdict: it fails exactly when the patch is not admitted
-    assert main.returncode == (0 if receipt["admit"] else 1), main.stdout + main.stderr
-    assert after.returncode == 0, after.stdout + after.stderr
+    assert (run.returncode == 0) == receipt["admit"], log[-6000:]
     headline = "## patchgate: " + ("ADMITTED" if receipt["admit"] else "REJECTED: ")
-    assert headline in main.stdout  # the summary, also in the job log
+    assert headline in log  # the summary, also in the job log
     assert (out / "summary.md").read_text().startswith(headline)
-    artifacts = job["artifacts"]
-    assert artifacts["reports"]["junit"] == "patchgate-report/junit.xml"
+    assert (logs / "self-test.txt").read_text().startswith("SELF-TEST PASSED")
+    assert (logs / "check.stderr.txt").is_file()
+    assert (out / "self-test" / "runs" / "textkit.slugify.idempotent" / "1.log").is_file()
+    assert (out / "check" / "runs" / "textkit.slugify.idempotent" / "1.log").is_file()
+    config: dict[str, Any] = yaml.safe_load((EXAMPLES / "gitlab-ci.yml").read_text())
+    artifacts = config["patchgate"]["artifacts"]
+    assert artifacts["paths"] == ["patchgate-report/", "patchgate-logs/"]  # what is uploaded
     root = ET.parse(pr.repo / artifacts["reports"]["junit"]).getroot()  # noqa: S314
     assert len(list(root.iter("testcase"))) == 2
-    assert (out / "receipt.json").is_file()
-    assert not (pr.temp / "patchgate-lane-4242" / "lane.json").exists()  # after_script ran
+    assert not list(pr.temp.glob("patchgate-lane-*/lane.json"))  # after_script ran down

@@ -79,8 +79,8 @@ def test_engine_stopped_mid_run_is_unavailable(private_dockerd, operator_key, tm
 
 def test_sigterm_mid_run_removes_containers(docker_engine, operator_key, tmp_path):
     """SIGTERM while a run sleeps: its container is killed and removed, the daemon exits 0."""
+    case = _sleep_case(tmp_path, operator_key.signer)  # before the daemon: nothing to leave
     daemon = start_executor(tmp_path, operator_key.keyring_path)
-    case = _sleep_case(tmp_path, operator_key.signer)
     client = ExecutorClient(daemon.address)
     box: list[object] = []
     worker = threading.Thread(

@@ -74,6 +74,16 @@ def test_concurrent_uploads_keep_store_max(
     blobs = [os.urandom(size) for _ in range(3)]
     peak = [0]
     done = threading.Event()
+    # Each stream either sent its first chunk (and was asked for its second) or ended (a refused
+    # stream may never be asked again): the accepted one goes on only once all three are in, an
+    # event, not a sleep (a slow thread start on a loaded machine let one finish first).
+    accounted = threading.Condition()
+    seen = [0]
+
+    def account() -> None:
+        with accounted:
+            seen[0] += 1
+            accounted.notify_all()
 
     def watch() -> None:
         while not done.is_set():
@@ -83,19 +93,31 @@ def test_concurrent_uploads_keep_store_max(
     def chunks(data: bytes) -> Iterator[executor_pb2.BlobChunk]:
         digest = hashlib.sha256(data).hexdigest()
         yield executor_pb2.BlobChunk(digest=digest, size=len(data), offset=0, data=data[:piece])
-        time.sleep(1.5)  # all three streams have sent their first chunk (a refused stream may
-        # never be asked for its next one, so no barrier here)
+        account()
+        with accounted:
+            assert accounted.wait_for(lambda: seen[0] >= len(blobs), timeout=120)
         for off in range(piece, len(data), piece):
             yield executor_pb2.BlobChunk(
                 digest=digest, size=len(data), offset=off, data=data[off : off + piece]
             )
 
     def upload(data: bytes) -> str:
+        sent = [False]
+
+        def tracked() -> Iterator[executor_pb2.BlobChunk]:
+            for n, chunk in enumerate(chunks(data)):
+                yield chunk
+                if n == 0:
+                    sent[0] = True
+
         with grpc.insecure_channel(daemon.address) as ch:
             try:
-                executor_pb2_grpc.ExecutorStub(ch).UploadBlobs(chunks(data), timeout=120)
+                executor_pb2_grpc.ExecutorStub(ch).UploadBlobs(tracked(), timeout=120)
             except grpc.RpcError as exc:
                 return exc.code().name
+            finally:
+                if not sent[0]:  # ended before it was asked for its second chunk
+                    account()
         return "OK"
 
     watcher = threading.Thread(target=watch, daemon=True)

@@ -32,15 +32,17 @@ def attack_gate(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -
     tmp = tmp_path_factory.mktemp("attacks")
     key = make_key(tmp / "operator", "operator")
     signer = start_signer([key.key_path], workdir=tmp)
-    executor = start_executor(tmp, key.keyring_path)
-    try:
+    executor = None
+    try:  # the signer is stopped even when the executor does not start
+        executor = start_executor(tmp, key.keyring_path)
         work = tmp / "gate"
         work.mkdir()
         yield Gate(
             signer=signer.address, executor=executor.address, keyring=key.keyring_path, tmp=work
         )
     finally:
-        executor.stop()
+        if executor is not None:
+            executor.stop()
         signer.stop()
         shutil.rmtree(signer.socket_dir, ignore_errors=True)
 

@@ -131,6 +131,9 @@ def test_unreachable_executor_is_unavailable_exit_4(gate: Gate, billing_repo: Bi
     assert r["transport"]
     assert {t["kind"] for t in r["transport"]} <= {"unavailable", "deadline", "internal"}
     assert "property_ledger.json" not in run.files()
+    # issue 24: the summary names the daemon and its address in words, not gRPC's own line
+    assert f"local executor at unix:{gate.tmp}/none.sock is unreachable (no socket" in run.stdout
+    assert "failed to connect to all addresses" not in run.stdout
 
 
 def test_unreachable_signer_is_unavailable_exit_4(gate: Gate, billing_repo: BillingRepo) -> None:
@@ -138,6 +141,9 @@ def test_unreachable_signer_is_unavailable_exit_4(gate: Gate, billing_repo: Bill
     assert run.code == 4
     assert run.receipt["transport"][0]["lane"] == "signer"
     assert "admission.json" not in run.files()
+    assert f"signer at unix:{gate.tmp}/none.sock is unreachable (no socket" in run.stdout
+    assert "`patchgate up`" in run.stdout
+    assert "failed to connect to all addresses" not in run.stdout
     # nothing was scored, and the receipt still says so for the changed symbol
     assert run.receipt["rejection_codes"] == ["R1"]
     assert run.receipt["uncredited"] == {

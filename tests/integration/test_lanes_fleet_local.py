@@ -85,7 +85,11 @@ def test_replica_killed_mid_run_is_rerun_on_the_survivor(
 ) -> None:
     repo = _slow_repo(tmp_path)
     a, key_a = _executor(tmp_path, "a", operator_key)
-    b, key_b = _executor(tmp_path, "b", operator_key)
+    try:
+        b, key_b = _executor(tmp_path, "b", operator_key)
+    except BaseException:  # a is stopped even when b does not start
+        a.stop()
+        raise
     gate = Gate(signer_daemon.address, a.address, operator_key.keyring_path, tmp_path)
     box: list[GateRun] = []
     try:
@@ -142,7 +146,11 @@ def test_two_executors_share_one_check(
     """Both executors run properties of one check; each result names its executor's key."""
     repo = _slow_repo(tmp_path)
     a, key_a = _executor(tmp_path, "a", operator_key)
-    b, key_b = _executor(tmp_path, "b", operator_key)
+    try:
+        b, key_b = _executor(tmp_path, "b", operator_key)
+    except BaseException:  # a is stopped even when b does not start
+        a.stop()
+        raise
     gate = Gate(signer_daemon.address, a.address, operator_key.keyring_path, tmp_path)
     try:
         run = gate.check(repo, "prorate_refactor.patch", "--executor", b.address)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.fixtures_executor import labeled_containers
+from tests.integration.fixtures_executor import labeled_containers, stop_everything_under
 from tests.integration.fixtures_gate import CLOCK, PATCHES, BillingRepo
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -41,10 +41,18 @@ def _run(
 
 @pytest.fixture
 def short() -> Iterator[Path]:
-    """A short directory under /tmp: a socket path must fit in 107 bytes."""
+    """A short directory under /tmp: a socket path must fit in 107 bytes.
+
+    Whatever a test left running under it is stopped before it is removed, even when the test
+    failed: each lane by ``down`` (its lane.json), then any process still naming the directory by
+    its pid (``up`` cut short by a timeout writes no lane.json). Removing the directory first left
+    an orphan ``patchgate-executord`` that no ``down`` could find any more."""
     path = Path(tempfile.mkdtemp(prefix="pgl-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        yield path
+    finally:
+        stop_everything_under(path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _status(repo: Path) -> str:

@@ -39,6 +39,12 @@ def test_a_new_library_is_put_under_patchgate_with_commands_only(tmp_path: Path)
     """The whole operator path of issue 16, exit codes and output as a person sees them."""
     lib = make_library(tmp_path / "textkit")
     git(lib, "init", "-q")
+    before = _snapshot(lib)
+    untracked = _pg(lib, "init")  # issue 24: a fixture git does not track is refused
+    assert untracked.returncode == 78
+    assert "fixtures/words.json: not tracked by git" in untracked.stderr
+    assert _snapshot(lib) == before
+    git(lib, "add", "fixtures")
 
     init = _pg(lib, "init")
     assert init.returncode == 0, init.stderr
@@ -46,9 +52,18 @@ def test_a_new_library_is_put_under_patchgate_with_commands_only(tmp_path: Path)
     assert "source_roots: src" in init.stdout
 
     write(lib, {"fixtures/words.json": '{"words": ["c"]}\n', "fixtures/more.txt": "m"})
+    pin_before = (lib / "pins/fixtures.json").read_bytes()
+    refused = _pg(lib, "pin", "fixtures")
+    assert refused.returncode == 78
+    assert "fixtures/more.txt: not tracked by git" in refused.stderr
+    assert (lib / "pins/fixtures.json").read_bytes() == pin_before
+    skipped = _pg(lib, "pin", "fixtures", "--skip-untracked", "--json")
+    assert skipped.returncode == 0, skipped.stderr
+    assert json.loads(skipped.stdout)["skipped_untracked"] == ["fixtures/more.txt"]
+    git(lib, "add", "fixtures")
     fx = _pg(lib, "pin", "fixtures")
     assert fx.returncode == 0, fx.stderr
-    assert fx.stdout.splitlines()[:2] == ["added fixtures/more.txt", "changed fixtures/words.json"]
+    assert fx.stdout.splitlines()[:1] == ["added fixtures/more.txt"]
 
     props = _pg(lib, "pin", "properties", "--from-pytest")
     assert props.returncode == 0, props.stderr

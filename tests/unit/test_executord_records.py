@@ -13,6 +13,7 @@ from executord.runs.records import (
     MAX_RECORDS,
     RecordLog,
     batch_outcomes,
+    case_outcomes,
     node_arguments,
     property_outcome,
 )
@@ -278,3 +279,22 @@ def test_an_items_output_tree_is_the_propertys_tree_and_a_bad_one_is_a_problem()
     bad = _session(_item(1, tree="not-a-hash"))
     assert bad.problems
     assert tree_of(bad, [NODE]) == ""
+
+
+def test_a_parametrized_property_passes_only_when_every_case_passes() -> None:
+    """Issue 24: a property naming a parametrized test function is all its cases. One failing case
+    fails the property, one skipped case errors it, and each case's outcome is kept; a property
+    naming one case id is that case alone; a plain test has no cases."""
+    cases = [_item(1, f"{NODE}[a]"), _item(2, f"{NODE}[b]", outcome="fail", failure="no")]
+    log = _session(*cases, status=1)
+    outcome, text, _ = property_outcome(log, [NODE], 1, PLUGIN)
+    assert (outcome, text) == ("fail", f"{NODE}[b]: no")
+    assert case_outcomes(log, [NODE]) == ((f"{NODE}[a]", "pass"), (f"{NODE}[b]", "fail"))
+    assert property_outcome(log, [f"{NODE}[a]"], 1, PLUGIN)[0] == "pass"  # the run's exit is 1
+    assert case_outcomes(log, [f"{NODE}[a]"]) == ()  # a single case id: its own outcome
+    skipped = _session(_item(1, f"{NODE}[a]"), _item(2, f"{NODE}[b]", outcome="skip"))
+    assert property_outcome(skipped, [NODE], 0, PLUGIN)[0] == "error"
+    assert case_outcomes(skipped, [NODE])[1] == (f"{NODE}[b]", "skip")
+    assert case_outcomes(_session(_item(1)), [NODE]) == ()
+    (verdict,) = batch_outcomes(log, [("p", [NODE])], 1, PLUGIN).values()
+    assert verdict.cases == case_outcomes(log, [NODE])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -134,17 +135,54 @@ def test_an_unparsable_module_is_named(lib: Path) -> None:
     assert line.endswith("(src/textkit/broken.py does not parse)")
 
 
+def _words_pin() -> dict[str, object]:
+    """The fixture pin of the library's one fixture file, as committed."""
+    data = b'{"words": ["a", "b"]}\n'
+    return fixture_pin({"fixtures/words.json": hashlib.sha256(data).hexdigest()})
+
+
 def test_rev_reads_pins_and_sources_of_that_revision(lib: Path) -> None:
     """A typo committed and fixed in the working tree: --rev still reports it, the tree does not."""
-    write_pins(lib, [prop("p.a", ["textkit.core.slugfy"])])
+    write_pins(lib, [prop("p.a", ["textkit.core.slugfy"])], fixtures=_words_pin())
     git(lib, "init", "-q")
     git(lib, "add", "-A")
     git(lib, "commit", "-qm", "base")
-    write_pins(lib, [prop("p.a", ["textkit.core.slugify"])])
+    write_pins(lib, [prop("p.a", ["textkit.core.slugify"])], fixtures=_words_pin())
     assert _problems(lib) == ()
     (line,) = check_tree(open_tree(lib, "HEAD")).problems
     assert line.startswith("HEAD:pins/properties.json: properties[0].covers[0]")
     assert "of revision HEAD; did you mean textkit.core.slugify?" in line
+
+
+def test_rev_fails_on_a_pinned_file_the_revision_lacks(lib: Path) -> None:
+    """Issue 24: a gitignored fixture hashed into the pin is present in the working tree and absent
+    from every commit: ``pin check --rev HEAD`` names it (and a changed and an unpinned file),
+    where it said "pins OK" before; the working tree checks the same bytes."""
+    write(lib, {".gitignore": "*.mo\n", "fixtures/de.mo": b"\x00catalog"})
+    pin = _words_pin()
+    pin["files"]["fixtures/de.mo"] = hashlib.sha256(b"\x00catalog").hexdigest()  # type: ignore[index]
+    write_pins(lib, [], fixtures=pin)
+    assert _problems(lib) == ()
+    git(lib, "init", "-q")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "base")
+    (absent,) = check_tree(open_tree(lib, "HEAD")).problems
+    assert absent == (
+        "HEAD:pins/fixtures.json: files['fixtures/de.mo']: "
+        "a pinned file revision HEAD does not hold"
+    )
+    write(lib, {"fixtures/words.json": "changed", "fixtures/new.json": "{}"})
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "edit")
+    problems = check_tree(open_tree(lib, "HEAD")).problems
+    assert len(problems) == 3
+    assert "the pinned hash differs from the bytes in revision HEAD" in problems[1]
+    assert (
+        problems[2]
+        == "fixtures/new.json: in revision HEAD but not pinned in HEAD:pins/fixtures.json"
+    )
+    (changed,) = _problems(lib)  # the working tree: the changed bytes (an extra file is not
+    assert "fixtures/words.json" in changed  # committed yet, so not named there)
 
 
 def test_rev_must_be_a_commit(lib: Path) -> None:

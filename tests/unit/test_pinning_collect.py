@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from client.errors import CommandRefused, ConfigError
+from client.pinning.check import check_tree
 from client.pinning.collect import (
     build_properties,
     default_id,
     repin_properties,
     run_collection,
 )
+from client.pinning.tree import WorkTree
 from patchgate.pins import DirSource, load_pins
 from tests.unit._pinning_helpers import PYTEST, make_library, prop, write, write_pins
 
@@ -67,7 +69,6 @@ def test_a_marked_test_becomes_a_property() -> None:
         (_item(claim=3), "claim= must be a string"),
         (_item(id=7), "id= must be a string"),
         (_item(cover=["m.f"]), "unknown argument cover="),
-        ({**_item("t.py::test_p[1]"), "parametrized": True}, "a parametrized test"),
     ],
 )
 def test_every_bad_mark_is_named_with_its_test(item: dict[str, Any], why: str) -> None:
@@ -159,3 +160,73 @@ def test_collected_properties_file_is_stable_json(tmp_path: Path) -> None:
         "textkit.slugify.idempotent",
         "tests.test_core.test_count",
     ]
+
+
+def _case(node: str, case: str, total: int, **kwargs: Any) -> dict[str, Any]:
+    return {
+        **_item(f"{node}[{case}]", **kwargs), "parametrized": True, "function": node,
+        "cases_collected": total,
+    }  # fmt: skip
+
+
+def test_a_parametrized_test_is_one_property_with_all_its_cases() -> None:
+    """Issue 24: the cases of one marked function fold into one property whose command names the
+    function (pytest runs every case); its id is the function's. Cases with different marks, or a
+    function only some of whose cases are marked, are refused."""
+    node = "tests/test_a.py::test_p"
+    props, problems = build_properties([_case(node, "1", 2), _case(node, "2", 2)], PYTEST)
+    assert problems == []
+    (p,) = props
+    assert p["command"] == [*PYTEST, node]
+    assert p["id"] == "tests.test_a.test_p"
+    _, differ = build_properties([_case(node, "1", 2), _case(node, "2", 2, covers=["m.g"])], PYTEST)
+    assert differ == [f"{node}: its cases carry different patchgate marks; a parametrized test "
+                      "is one property: mark the function once"]  # fmt: skip
+    _, some = build_properties([_case(node, "1", 3)], PYTEST)
+    assert some == [f"{node}: only 1 of its 3 cases are marked; a parametrized test is one "
+                    "property with all its cases: mark the function"]  # fmt: skip
+
+
+def test_real_collection_folds_a_parametrized_test(tmp_path: Path) -> None:
+    """With pytest itself: a parametrized marked test (three cases, one through pytest.param) is
+    one property naming the function; marking one case alone is refused with the count."""
+    root = make_library(tmp_path)
+    write(root, {"tests/test_param.py": PARAM_TESTS})
+    write_pins(root, [])
+    update = repin_properties(root, ["tests/test_param.py"])
+    data = json.loads((root / "pins/properties.json").read_text())
+    assert [(p["id"], p["command"][-1]) for p in data["properties"]] == [
+        ("tests.test_param.test_slug_has_no_space", "tests/test_param.py::test_slug_has_no_space")
+    ]
+    assert update.properties == 1
+    assert check_tree(WorkTree(root)).problems == ()  # pin check accepts it
+    write(root, {"tests/test_param.py": PARAM_TESTS + ONE_CASE_MARKED})
+    with pytest.raises(ConfigError) as info:
+        repin_properties(root, ["tests/test_param.py"])
+    assert info.value.problems == (
+        "tests/test_param.py::test_one_case: only 1 of its 2 cases are marked; a parametrized "
+        "test is one property with all its cases: mark the function",
+    )
+
+
+PARAM_TESTS = """\
+import pytest
+from textkit.core import slugify
+
+
+@pytest.mark.patchgate(kind="pure_fn", covers=["textkit.core.slugify"])
+@pytest.mark.parametrize("text", ["a b", "C  d", pytest.param("e f g", id="three")])
+def test_slug_has_no_space(text):
+    assert " " not in slugify(text)
+"""
+
+ONE_CASE_MARKED = """\
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x", pytest.param("y", marks=pytest.mark.patchgate(kind="pure_fn", covers=[]))],
+)
+def test_one_case(text):
+    assert slugify(text) == text
+"""

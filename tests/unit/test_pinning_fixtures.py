@@ -263,3 +263,63 @@ def test_init_never_writes_through_a_link(tmp_path: Path, linked: str) -> None:
         plan_init(repo)
     assert info.value.exit_code == 78
     assert _snapshot(outside) == before
+
+
+# -- what git tracks (issue 24) ----------------------------------------------------------------
+
+
+def _git(root: Path, *args: str) -> None:
+    import subprocess  # noqa: PLC0415 - only these tests run git
+
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def test_init_and_pin_fixtures_refuse_files_git_ignores_or_does_not_track(tmp_path: Path) -> None:
+    """A gitignored catalog and a file never added are absent from every commit the gate reads:
+    both commands refuse (78, each file named by kind, nothing written); --skip-untracked pins the
+    rest and lists them; a file force-added despite the ignore rule is tracked and pinned."""
+    write(
+        tmp_path,
+        {
+            ".gitignore": "*.mo\n",
+            "fixtures/a.json": b"A",
+            "fixtures/de.mo": b"M",
+            "fixtures/new.txt": b"N",
+            "fixtures/forced.mo": b"F",
+        },
+    )
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".gitignore", "fixtures/a.json")
+    _git(tmp_path, "add", "-f", "fixtures/forced.mo")
+    before = _snapshot(tmp_path)
+    with pytest.raises(CommandRefused) as info:
+        plan_init(tmp_path)
+    assert info.value.exit_code == 78
+    assert "fixtures/de.mo: ignored by git" in info.value.reason
+    assert "fixtures/new.txt: not tracked by git" in info.value.reason
+    assert "forced.mo" not in info.value.reason
+    assert "a.json" not in info.value.reason
+    assert _snapshot(tmp_path) == before
+    plan = plan_init(tmp_path, skip_untracked=True)
+    assert plan.skipped == ("fixtures/de.mo", "fixtures/new.txt")
+    apply_init(plan)
+    pinned = json.loads((tmp_path / "pins/fixtures.json").read_text())["files"]
+    assert sorted(pinned) == ["fixtures/a.json", "fixtures/forced.mo"]
+
+    write(tmp_path, {"fixtures/b.json": b"B"})  # a new file, not added
+    pin = (tmp_path / "pins/fixtures.json").read_bytes()
+    with pytest.raises(CommandRefused) as again:
+        repin_fixtures(tmp_path)
+    assert "fixtures/b.json: not tracked by git" in again.value.reason
+    assert (tmp_path / "pins/fixtures.json").read_bytes() == pin
+    update = repin_fixtures(tmp_path, skip_untracked=True)
+    assert update.skipped == ("fixtures/b.json", "fixtures/de.mo", "fixtures/new.txt")
+    assert update.changes.empty
+    _git(tmp_path, "add", "fixtures/b.json")
+    assert repin_fixtures(tmp_path, skip_untracked=True).changes.added == ("fixtures/b.json",)
+
+
+def test_outside_a_git_work_tree_every_file_is_pinned(tmp_path: Path) -> None:
+    """No repository, nothing to compare with: the rule does not apply (docs/operator.md)."""
+    write(tmp_path, {"fixtures/a.json": b"A"})
+    assert plan_init(tmp_path).fixture_files == 1

@@ -450,16 +450,24 @@ def test_relative_links_resolve(page: Path) -> None:
     assert broken == []
 
 
-def test_check_help_points_to_codes_page() -> None:
-    """``patchgate check --help`` ends with a pointer to docs/reference/codes.md, which exists."""
+def test_no_help_points_at_a_page_an_installed_copy_lacks() -> None:
+    """Issue 24: ``--help`` pointed at docs/reference/*.md, which an installed package does not
+    have; every command's help now points at ``patchgate explain`` or its own text instead, and
+    ``check --help`` ends with that pointer."""
     from client.cli import build_parser  # noqa: PLC0415 - only this test needs the CLI
 
-    parser = build_parser("client.commands.check")
+    parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    help_text = sub.choices["check"].format_help()  # type: ignore[attr-defined]
-    tail = help_text.rstrip("\n").splitlines()[-2:]
-    assert any("docs/reference/codes.md" in line for line in tail)
-    assert (REFERENCE / "codes.md").exists()
+    texts = {"patchgate": parser.format_help()}
+    for name, command in sub.choices.items():  # type: ignore[union-attr]
+        texts[name] = command.format_help()
+        for action in command._actions:
+            if action.dest in ("pin_command",) and action.choices:
+                texts.update({f"{name} {k}": v.format_help() for k, v in action.choices.items()})
+    pointing = {name: t for name, t in texts.items() if re.search(r"docs/|\.md\b", t)}
+    assert pointing == {}
+    tail = texts["check"].rstrip("\n").splitlines()[-2:]
+    assert any("patchgate explain" in line for line in tail)
 
 
 def test_the_reference_schema_folder_is_the_packaged_one() -> None:

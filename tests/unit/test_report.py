@@ -264,3 +264,27 @@ def test_escape_sequences_from_a_run_never_reach_the_terminal() -> None:
     for out in (render_text(report), render_markdown(report), render_github(report)):
         assert not any(c in out for c in "\x1b\r\u2028\x85"), out
         assert "?[2J" in out
+
+
+def test_junit_shows_each_case_of_a_parametrized_property() -> None:
+    """Issue 24: which case failed, per run, in <properties> and <system-out>."""
+    receipt = build_receipt(
+        review_clock="x", patch_sha256="", decision="admit", posture="reject_property_miss",
+        admit=False,
+    )  # fmt: skip
+    cases = (("t.py::f[1]", "pass"), ("t.py::f[2]", "fail"))
+    ev = Evidence(
+        outcomes=tuple(
+            RunOutcome.make("p.f", r, "fail", "t.py::f[2]: no", 4, cases=cases) for r in (1, 2)
+        )
+    )
+    root = ET.fromstring(render_junit(Report(receipt=receipt, evidence=ev)))  # noqa: S314 - ours
+    (case,) = root.iter("testcase")
+    assert next(child.tag for child in case) == "properties"
+    shown = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert shown == {
+        "run 1 case t.py::f[1]": "pass", "run 1 case t.py::f[2]": "fail",
+        "run 2 case t.py::f[1]": "pass", "run 2 case t.py::f[2]": "fail",
+    }  # fmt: skip
+    assert "run 2 case t.py::f[2]: fail" in (case.findtext("system-out") or "")
+    assert case.find("failure") is not None

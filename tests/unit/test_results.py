@@ -84,3 +84,16 @@ def test_unspecified_outcome_refused() -> None:
     """An outcome left unspecified on the wire is not read as anything."""
     with pytest.raises(ValueError, match="unspecified"):
         RunOutcome.from_proto(common_pb2.RunOutcome(property_id="p", run_index=1))
+
+
+def test_a_parametrized_property_keeps_its_cases_on_the_wire_and_in_json() -> None:
+    """Issue 24: each case's outcome travels with the run (signed with it) and reaches the ledger;
+    an unknown case outcome is refused like an unknown outcome."""
+    cases = (("t.py::f[b]", "fail"), ("t.py::f[a]", "pass"))
+    o = RunOutcome.make("p", 1, "fail", "t.py::f[b]: no", 3, cases=cases)
+    assert o.cases == (("t.py::f[a]", "pass"), ("t.py::f[b]", "fail"))
+    assert RunOutcome.from_proto(o.to_proto()) == o
+    assert o.to_json()["cases"] == {"t.py::f[a]": "pass", "t.py::f[b]": "fail"}
+    assert "cases" not in RunOutcome.make("p", 1, "pass").to_json()
+    with pytest.raises(ValueError, match="case outcome"):
+        RunOutcome.make("p", 1, "pass", cases=(("t.py::f[a]", "green"),))

@@ -2,7 +2,9 @@
 
 A property's test function is located from the pytest node id in its command
 (``path.py::test_fn`` or ``path.py::Class::test_method``, parametrization ids dropped) and judged
-with :mod:`ast` only — never with regexes on source. Each assertion is one of:
+with :mod:`ast` only — never with regexes on source. The predicate hash is of the function's
+source, and for a parametrized test of its parameter list too (:mod:`.parameters`). Each
+assertion is one of:
 
 * ``tautology``  ``assert True``, a comparison of constants, ``x == x``, ``x == copy(x)``;
 * ``fixture_eq`` an equality (``==``/``!=``/``is``) one side of which is the content of a fixture
@@ -36,6 +38,7 @@ from pathlib import Path
 from client.analysis.classify.assertion_rules import Finding, assertion_findings
 from client.analysis.classify.astwalk import dotted, walk
 from client.analysis.classify.fixture_flow import FixtureFlow, module_flow
+from client.analysis.classify.parameters import node_text, parameter_nodes
 from client.analysis.classify.production import production_in
 from client.analysis.classify.testscope import Scope, default_production, module_scope
 from patchgate.digest import validate_path
@@ -171,7 +174,7 @@ def classify_source(
         test_file=test_file,
         function=function,
         assertion_class=assertion_class,
-        predicate_hash=hashlib.sha256(_segment(lines, func).encode()).hexdigest(),
+        predicate_hash=_predicate_hash(lines, tree, func, scopes),
         freeze_ids=freeze_ids,
         citations=texts,
         detail=detail,
@@ -239,6 +242,19 @@ def _locate(tree: ast.Module, names: Sequence[str]) -> tuple[_Func, list[ast.AST
         scopes.append(node)
         body = node.body  # type: ignore[attr-defined]
     return None
+
+
+def _predicate_hash(
+    lines: _SourceLines, tree: ast.Module, func: _Func, scopes: Sequence[ast.AST]
+) -> str:
+    """sha256 of the test function's source, decorators included; for a test parametrized from
+    outside its own text, of that source and then, after a separator line, the source of each
+    node that makes its parameter list (:mod:`client.analysis.classify.parameters`)."""
+    text = _segment(lines, func)
+    extra = [node_text(lines.with_ends, n) for n in parameter_nodes(tree, func, scopes)]
+    if extra:
+        text = "\n".join([text, "# patchgate: the parameter list", *extra])
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _segment(lines: _SourceLines, func: _Func) -> str:
