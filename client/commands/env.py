@@ -22,18 +22,19 @@ from patchgate.pins import GitSource, ProjectConfig, load_pins
 __all__ = ["register", "run"]
 
 _DESCRIPTION = """\
-Build the suite's environment of a revision (docs/reference/pins.md, "environment"):
+Build the suite's environment of a revision ([tool.patchgate.environment] of its pins):
 
   pip install --target TREE --only-binary :all: --no-deps --no-compile -r LOCK
   (--require-hashes when the lock has hashes)
 
 from the lock file that [tool.patchgate.environment] of REV names, read from REV itself. The
 target is never installed: its source roots go on the sandbox's path. The tree is normalized (no
-bytecode, no scripts, no install records, fixed modes) and digested (environment digest v1,
-docs/reference/digest.md); the digest is what the signer signs beside the fixture digest.
+bytecode, no scripts, no install records, fixed modes) and digested (environment digest v1:
+per-file sha256, size and path); the digest is what the signer signs beside the fixture digest.
 
-Exit codes: 0 built (or found in the cache); 64 usage; 78 no environment configured, an invalid
-lock file, or pip could not install it (the reason is printed).
+Exit codes: 0 built (or found in the cache; with --if-configured also when REV configures no
+environment: nothing built, and the suite runs with the executor's own pytest); 64 usage; 78 no
+environment configured, an invalid lock file, or pip could not install it (the reason printed).
 """
 
 
@@ -64,6 +65,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     b.add_argument("--no-index", action="store_true", help="do not use a package index")
     b.add_argument("--rebuild", action="store_true", help="build even when the cache has it")
     b.add_argument("--cache", type=Path, metavar="DIR", help="cache directory (see above)")
+    b.add_argument(
+        "--if-configured",
+        action="store_true",
+        help="exit 0 with a note when REV configures no environment (for CI recipes that serve "
+        "repositories with and without one); without it that is exit 78",
+    )
     b.add_argument("--json", action="store_true", help="print the result as JSON")
     b.set_defaults(func=run)
 
@@ -96,6 +103,13 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--find-links {d}: not a directory")
     commit = resolve_rev(repo, args.rev)
     config = _config(repo, commit)
+    if config.environment is None and args.if_configured:
+        note = f"{args.rev} configures no environment: nothing built (the executor's own pytest)"
+        if args.json:
+            print_json({"digest": "", "configured": False, "note": note})
+        else:
+            print(f"patchgate: {note}")
+        return 0
     built = build_for(
         repo,
         commit,

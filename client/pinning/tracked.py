@@ -14,12 +14,13 @@ file a revision lacks).
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from client.errors import EXIT_CONFIG, CommandRefused
+from patchgate import git
+from patchgate.errors import PatchgateError
 
 __all__ = ["Untracked", "split_untracked", "untracked_refusal"]
 
@@ -48,13 +49,8 @@ class Untracked:
 def _git_paths(repo: Path, *args: str) -> set[str] | None:
     """NUL-separated paths git prints (relative to ``repo``); None when ``repo`` is no work tree."""
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(repo), *args],
-            capture_output=True,
-            timeout=_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        proc = git.run(repo, *args, timeout=_TIMEOUT_S)
+    except PatchgateError:
         return None
     if proc.returncode != 0:
         return None

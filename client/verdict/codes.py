@@ -159,7 +159,10 @@ DECISIONS = MappingProxyType(
                 "a property that covers a changed symbol has an ineligible class "
                 "(`bounded_time`, `external_probe`) or only assertions that cannot fail "
                 "(assertion class `tautology`): `assert True`, `x == x`, constant comparisons, "
-                'an always-true tuple, lambda or f-string (`assert (cond, "msg")`), `all([])`, a '
+                'an always-true tuple, lambda or f-string (`assert (cond, "msg")`), `all([])`, '
+                "any assertion whose truth does not depend on the value the code returned "
+                "(`(f(x) >= 0) | True`, `isinstance(f(x), object)`, `s >= 0 or s < 0`, "
+                "`max(f(x), 0) >= 0`, `pytest.approx(0, abs=1e300)`: the probe rule), a "
                 "helper that returns its argument or a constant, and any assertion that never "
                 "runs or whose failure is swallowed (under `if False:`, after `return`, in a "
                 "loop over `[]`, inside `try: ... except AssertionError: pass`, "

@@ -142,6 +142,7 @@ def test_the_github_actions_workflow_runs_and_publishes_the_report(
     names = [name for name, _ in ran]
     assert names == [
         "Start the signer and the executor",
+        "Build the suite's environment",
         "Self-test the base",
         "The pull request's patch",
         "Check the patch",

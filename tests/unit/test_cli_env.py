@@ -75,6 +75,10 @@ def test_env_build_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["env", "build", "--repo", str(lib), "--rev", "nope"]) == 64
     assert main(["env", "build", "--help"]) == 0
     assert not (tmp_path / "c").exists()
+    capsys.readouterr()
+    assert main([*argv, "--if-configured"]) == 0  # a CI recipe serving either kind of repository
+    assert "configures no environment: nothing built" in capsys.readouterr().out
+    assert not (tmp_path / "c").exists()
 
 
 def test_the_client_refuses_an_environment_it_does_not_hold(

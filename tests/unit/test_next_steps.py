@@ -33,7 +33,8 @@ def _rows(first: str) -> dict[str, list[str]]:
     doc = (ROOT / "docs" / "reference" / "codes.md").read_text(encoding="utf-8")
     rows: dict[str, list[str]] = {}
     for line in doc.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        # a cell's own pipe is escaped (``\|``), as Markdown tables need
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
         if line.startswith("| `") and re.fullmatch(first, cells[0].strip("`")):
             rows[cells[0].strip("`")] = cells[1:]
     return rows
