@@ -100,17 +100,17 @@ def test_an_unreadable_patch_is_one_line(billing_repo: BillingRepo, tmp_path: Pa
     assert not out.exists()
 
 
-def test_a_permission_error_is_one_line_without_a_traceback(
+def test_an_output_path_under_sys_is_one_line_usage_error(
     billing_repo: BillingRepo, tmp_path: Path
 ) -> None:
-    """mkdir in /sys is refused even to root (EPERM): an OSError nobody converted."""
+    """mkdir in /sys is refused even to root (EPERM): the output-path check refuses it first, as
+    usage (issue 25: ``--out`` errors are 64), one line and no traceback (it was exit 4)."""
     run = _check(billing_repo.path, tmp_path, "--out", "/sys/patchgate-ledgers")
-    assert run.returncode == 4, run.stderr
+    assert run.returncode == 64, run.stderr
     assert _one_line(run.stderr) == (
-        "patchgate: error: /sys/patchgate-ledgers: Operation not permitted"
+        "patchgate: error: --out /sys/patchgate-ledgers: under /sys, not a place for output"
     )
-    verbose = _check(billing_repo.path, tmp_path, "--out", "/sys/patchgate-ledgers", "--verbose")
-    assert "Traceback" in verbose.stderr
+    assert "Traceback" not in run.stderr
 
 
 # --- signals during a running check --------------------------------------------------------------
