@@ -49,3 +49,6 @@ class ExecuteInput:
     runs: int = 2
     targets: tuple[CodeTarget, ...] = ()
     isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run
+    judge: str = "on"  # "on": supervisor, judge and subject apart; "off": one process (DESIGN §6.7)
+    source_roots: tuple[str, ...] = (".",)  # where the production modules live (DESIGN §3)
+    production: tuple[str, ...] = ()  # top-level production module names (judge on: proxied)
