@@ -268,6 +268,9 @@ class Receipt(Record):
     #: The mutation stage: ``{"enabled": false, ...}`` when ``--mutants 0`` turned it off, else
     #: ``enabled``, ``k`` and per symbol the mutants made, skipped and not run.
     mutation: dict[str, Any] = field(default_factory=dict)
+    #: How the runs were made: ``on`` (the judge apart, DESIGN §6.7) or ``off`` (one process:
+    #: admitted only with the base's ``allow_judge_off``); ``""`` in receipts from before it.
+    judge: str = ""
     admit: bool = False
 
     @classmethod
@@ -278,6 +281,7 @@ class Receipt(Record):
             raise LedgerError(f"Receipt: schema {receipt.schema!r} is not one of {RECEIPT_SCHEMAS}")
         v2_only = (
             "uncredited", "evidence", "flake_observations", "dual_pin", "override", "mutation",
+            "judge",
         )  # fmt: skip
         if receipt.schema == RECEIPT_V1 and isinstance(obj, dict) and set(v2_only) & set(obj):
             raise LedgerError(f"Receipt: a {RECEIPT_V1} receipt has no {', '.join(v2_only)}")

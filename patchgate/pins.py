@@ -121,6 +121,9 @@ class ProjectConfig:
     #: A check with the mutation stage off (``--mutants 0``) may be admitted only when the
     #: reviewed base configuration says so.
     allow_unmutated: bool = False
+    #: A check run with ``--judge off`` (one process: the patched code shares it with pytest and
+    #: the reporter) may be admitted only when the reviewed base configuration says so.
+    allow_judge_off: bool = False
 
     def roots(self, *, has_src: bool) -> tuple[str, ...]:
         """The source roots in effect (``has_src``: the base tree has a ``src/`` directory)."""
@@ -163,6 +166,7 @@ def load_config(source: PinSource) -> ProjectConfig:
         "exclude",
         "source_roots",
         "allow_unmutated",
+        "allow_judge_off",
     }
     for key in table:
         if key not in known:
@@ -179,12 +183,14 @@ def load_config(source: PinSource) -> ProjectConfig:
     if "source_roots" in table:
         with problems.check():
             kwargs["source_roots"] = _source_roots(table["source_roots"], where)
-    if "allow_unmutated" in table:
-        if isinstance(table["allow_unmutated"], bool):
-            kwargs["allow_unmutated"] = table["allow_unmutated"]
+    for key in ("allow_unmutated", "allow_judge_off"):
+        if key not in table:
+            continue
+        if isinstance(table[key], bool):
+            kwargs[key] = table[key]
         else:
             problems.errors.append(
-                PinError(where, "tool.patchgate.allow_unmutated", "expected true or false")
+                PinError(where, f"tool.patchgate.{key}", "expected true or false")
             )
     problems.raise_any()
     return ProjectConfig(**kwargs)

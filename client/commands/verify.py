@@ -84,6 +84,8 @@ def verify(receipt_path: Path, repo: Path, rev: str, keyring: Keyring | None) ->
     stale = [f"receipt: {p}" for p in receipt_problems(receipt)]
     with tree_at(repo, rev) as tree:
         pins = base_pins(repo, rev)
+        if receipt.admit and receipt.judge == "off" and not pins.config.allow_judge_off:
+            stale.append(f"judge: admitted with --judge off, but {rev} has no allow_judge_off")
         by_id = {p.id: p for p in pins.properties}
         for pid, recorded in sorted(receipt.predicate_hashes.items()):
             prop = by_id.get(pid)
@@ -121,6 +123,14 @@ def _envelope(receipt: Receipt, path: Path, keyring: Keyring | None) -> list[str
     return []
 
 
+def _judge_of(path: Path) -> str:
+    """The receipt's judge mode: ``on``, ``off``, or ``unknown`` (a receipt from before it)."""
+    try:
+        return read_record(Receipt, path).judge or "unknown"
+    except PatchgateError:
+        return "unknown"
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the receipt still holds, 1 when stale (each moved item on stdout)."""
     try:
@@ -135,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
                 "rev": args.rev,
                 "keyring": source,
                 "stale": stale,
+                "judge": _judge_of(args.receipt),
                 "ok": not stale,
             },
             sys.stdout,
@@ -143,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(f"keyring    {source}", file=sys.stderr)
+        print(f"judge      {_judge_of(args.receipt)}")
         for line in stale:
             print(f"stale      {line}")
         print("receipt    " + ("still holds" if not stale else "STALE"))

@@ -17,7 +17,8 @@ earlier failure::
     property_miss       a suite property failed both runs               reject_property_miss  1
     credit              coverage < 1, no changed symbol, any code, an
                         unstable / unpassed suite property, or the
-                        mutation stage off without allow_unmutated      reject_credit         1
+                        mutation stage off without allow_unmutated,
+                        or --judge off without allow_judge_off          reject_credit         1
     flake               passed except a matching flake observation      review                0
     pins_agree          passed, and a second pin agrees                 review                0
     passed              passed on one pin                               human_review          0
@@ -62,6 +63,9 @@ class Facts:
     second_pin_agrees: bool | None = None
     #: the mutation stage was off and the reviewed configuration does not allow that
     unmutated: bool = False
+    #: the runs were single-process (``--judge off``) and the reviewed configuration does not
+    #: allow that
+    unjudged: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,7 +95,14 @@ def _row(f: Facts) -> tuple[str, str]:
     for hit, row, posture in table:
         if hit:
             return row, posture
-    if codes or f.changed_symbols == 0 or f.coverage < 1.0 or not f.suite_passed or f.unmutated:
+    if (
+        codes
+        or f.changed_symbols == 0
+        or f.coverage < 1.0
+        or not f.suite_passed
+        or f.unmutated
+        or f.unjudged
+    ):
         return "credit", "reject_credit"
     if f.flake_observed:
         return "flake", "review"

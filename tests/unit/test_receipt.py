@@ -36,8 +36,8 @@ def test_receipt_has_exactly_the_v2_fields() -> None:
         "schema", "review_clock", "patch_sha256", "decision", "posture", "changed_symbols",
         "excluded_paths", "credits", "coverage", "uncredited", "evidence", "fixture_status",
         "fixture_digest", "freeze_citations", "flake_observations", "predicate_hashes",
-        "rejection_codes", "transport", "lanes", "dual_pin", "override", "mutation", "admit",
-        "recorded_at",
+        "rejection_codes", "transport", "lanes", "dual_pin", "override", "mutation", "judge",
+        "admit", "recorded_at",
     }  # fmt: skip
     assert body["schema"] == "patchgate/receipt/v2"
     assert (body["dual_pin"], body["override"]) == ("not_run", {})
