@@ -69,8 +69,11 @@ D      dict                            [[key, value], ...] (insertion order kept
 r      record                          {"id": subject handle id or null, "type": TypeRef,
                                        "kind": "dataclass"|"namedtuple"|"enum",
                                        "fields": [[name, value], ...], "frozen": bool}
-h      subject handle                  {"id": int, "type": TypeRef, "callable": bool}
-j      judge object (callback)         {"id": int, "callable": bool}
+h      subject handle                  {"id": int, "type": TypeRef, "callable": bool,
+                                       "cls": TypeRef (when the object is a class), "exc": bool
+                                       (a class that is an exception type), "package": bool (a
+                                       module that is a package)}; judge -> subject: {"id"} only
+j      judge object (callback)         {"id": int, "callable": bool, "name": type qualname}
 =====  ==============================  =============================================================
 
 ``TypeRef`` = ``{"module": str, "qualname": str, "mro": [[module, qualname], ...]}`` (the class's
@@ -104,12 +107,18 @@ judge -> subject:
 
 * ``{"k": "hello"}`` -> ``{"k": "ok", "value": ["s", version]}`` (first message, link check)
 * ``{"k": "import", "id", "module": name}`` -> the module as a handle
-* ``{"k": "getattr", "id", "obj": hid, "name": str}``
+* ``{"k": "getattr", "id", "obj": hid, "name": str}``,
+  ``{"k": "setattr", "id", "obj": hid, "name": str, "value": v}`` (on a handle, never on a module)
 * ``{"k": "call", "id", "obj": hid, "name": str|null, "args": [v], "kwargs": [[k, v]]}``
   (``name`` set: call the attribute ``name`` of ``obj``; null: call ``obj`` itself)
 * ``{"k": "op", "id", "obj": hid, "op": OP, "args": [v]}`` with OP one of ``len``, ``iter``,
   ``next`` (reply ``["n"]`` plus ``"stop": true`` at the end), ``getitem``, ``setitem``,
-  ``delitem``, ``contains``, ``repr``, ``str``, ``dir`` (``isinstance`` against a proxy class
+  ``delitem``, ``contains``, ``repr``, ``str``, ``int``, ``float``, ``index``, ``format``,
+  ``bytes``, ``dir``, an ``operator`` function name (``add``, ``sub``, ``mul``, ``truediv``,
+  ``floordiv``, ``mod``, ``pow``, ``matmul``, ``and_``, ``or_``, ``xor``, ``lshift``,
+  ``rshift``, ``neg``, ``pos``, ``abs``, ``invert``) or the same with an ``r`` in front (the
+  reflected form: ``args[0] <op> obj``). Results cross like any value: ``int(h)`` of a handle is
+  an exact ``int`` in the judge or the call fails (never a subclass) (``isinstance`` against a proxy class
   needs no call: the handle's TypeRef is the subject's answer, given when the handle was made)
 * ``{"k": "release", "ids": [hid]}`` (no reply; ids the judge no longer holds)
 * ``{"k": "begin", "id", "nodeid": str}`` (a test's setup starts) and
@@ -190,7 +199,6 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import decimal
-import enum
 import fractions
 import json
 import os
@@ -219,7 +227,6 @@ __all__ = [
     "loads",
     "parse",
     "parse_record",
-    "record_kind",
     "record_line",
     "role_env",
     "type_ref",
@@ -540,57 +547,6 @@ def type_ref(cls: type) -> dict[str, Any]:
             if c is not object
         ],
     }
-
-
-def record_kind(value: object) -> str:
-    """``dataclass``/``namedtuple``/``enum`` when ``value`` crosses as a record, else ""."""
-    cls = type(value)
-    if isinstance(value, enum.Enum):
-        return "enum" if not _own_compare(cls, enum.Enum) else ""
-    if dataclasses.is_dataclass(cls) and not isinstance(value, type):
-        eq = cls.__dict__.get("__eq__")
-        generated = (
-            eq is not None and getattr(eq, "__qualname__", "") == f"{cls.__qualname__}.__eq__"
-        )
-        gen_code = eq is not None and getattr(getattr(eq, "__code__", None), "co_filename", "") == (
-            "<string>"
-        )
-        params = getattr(cls, "__dataclass_params__", None)
-        if generated and gen_code and params is not None and params.eq and not _own_order(cls):
-            return "dataclass"
-        return ""
-    if isinstance(value, tuple) and hasattr(cls, "_fields") and tuple in cls.__bases__:
-        return "namedtuple" if not _own_compare(cls, tuple) else ""
-    return ""
-
-
-_COMPARE = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__",
-            "__len__")  # fmt: skip
-
-
-def _own_compare(cls: type, base: type) -> bool:
-    """True when a class between ``cls`` and ``base`` defines a comparison, hash or truth method."""
-    for c in cls.__mro__:
-        if c is base:
-            return False
-        if any(name in c.__dict__ for name in _COMPARE):
-            return True
-    return False
-
-
-def _own_order(cls: type) -> bool:
-    """A dataclass whose ordering, hash or truth methods are not the generated ones."""
-    for c in cls.__mro__:
-        if c is object:
-            return False
-        for name in _COMPARE:
-            fn = c.__dict__.get(name)
-            if fn is None:
-                continue
-            code = getattr(fn, "__code__", None)
-            if code is None or code.co_filename != "<string>":
-                return True
-    return False
 
 
 def _no_dups(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
