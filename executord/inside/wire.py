@@ -118,8 +118,8 @@ judge -> subject:
   ``floordiv``, ``mod``, ``pow``, ``matmul``, ``and_``, ``or_``, ``xor``, ``lshift``,
   ``rshift``, ``neg``, ``pos``, ``abs``, ``invert``) or the same with an ``r`` in front (the
   reflected form: ``args[0] <op> obj``). Results cross like any value: ``int(h)`` of a handle is
-  an exact ``int`` in the judge or the call fails (never a subclass) (``isinstance`` against a proxy class
-  needs no call: the handle's TypeRef is the subject's answer, given when the handle was made)
+  an exact ``int`` in the judge or the call fails (never a subclass). ``isinstance`` against a
+  proxy class needs no call: the handle's TypeRef is the subject's answer, given when it was made
 * ``{"k": "release", "ids": [hid]}`` (no reply; ids the judge no longer holds)
 * ``{"k": "begin", "id", "nodeid": str}`` (a test's setup starts) and
   ``{"k": "end", "id", "nodeid": str}`` (its teardown ended) -> ``ok``; the subject attributes
@@ -154,16 +154,16 @@ is dead for the rest of the run.
 
 Supervisor config (a JSON file the executor writes; path in ``argv[1]`` of the supervisor)
 -----------------------------------------------------------------------------------------
-``CONFIG_KEYS``: ``v`` (1), ``socket`` (the executor's report socket; "" = records to stdout,
-test only), ``nonce`` (the run's nonce; else taken from ``PATCHGATE_REPORT_NONCE`` of the
-supervisor's environment), ``switch_users`` (bool; false is TEST ONLY: children run as the
-supervisor's own uid and the config must also say ``"test_only": true``), ``judge`` and
-``subject``: each ``{"argv": [str], "uid": int, "gid": int, "groups": [int], "env": {str: str},
-"cwd": str}``, ``bound_ms`` (per-test clock bound; 0 = none), ``grace_ms`` (how long past the
-bound the supervisor waits for the judge's own alarm before it kills the subject), ``deadline_ms``
-(the whole run; 0 = none), ``call_timeout_ms``, ``production`` (the top-level production names),
-``source_roots`` (absolute paths the subject puts first on ``sys.path``), ``targets`` (path of
-``targets.json``, or ""), ``caps`` ({``max_message``, ``max_depth``, ``max_items``}, optional).
+``CONFIG_KEYS``: ``v`` (1), ``socket`` (the executor's report socket, required), ``nonce`` (the
+run's nonce; else taken from ``PATCHGATE_REPORT_NONCE`` of the supervisor's environment),
+``switch_users`` (bool; false is TEST ONLY: children run as the supervisor's own uid and the config
+must also say ``"test_only": true``), ``judge`` and ``subject``: each ``{"argv": [str], "uid": int,
+"gid": int, "groups": [int], "env": {str: str}, "cwd": str}``, ``bound_ms`` (per-test clock bound;
+0 = none), ``grace_ms`` (how long past the bound the supervisor waits for the judge's own alarm
+before it kills the subject), ``deadline_ms`` (the whole run; 0 = none), ``call_timeout_ms``,
+``production`` (the top-level production names), ``source_roots`` (absolute paths the subject puts
+first on ``sys.path``), ``targets`` (path of ``targets.json``, or ""), ``caps`` ({``max_message``,
+``max_depth``, ``max_items``}, optional).
 
 Role configs (``ROLE_KEYS``) the supervisor passes: judge ``{"production", "call_timeout_ms",
 "caps"}``; subject ``{"production", "source_roots", "targets", "caps"}``.
