@@ -6,9 +6,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -113,3 +115,69 @@ def subject(
                 proc.kill()
                 proc.wait()
         os.close(rep_r)
+
+
+def supervisor_config(tmp_path: Path, tests: list[str], **over: Any) -> Path:
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(INSIDE),
+           "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
+    cfg: dict[str, Any] = {
+        "v": 1,
+        "socket": str(tmp_path / "report.sock"),
+        "nonce": "n0nce",
+        "switch_users": False,
+        "test_only": True,
+        "judge": {
+            "argv": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                     "-p", "patchgate_reporter", "-p", "patchgate_judge", *tests],
+            "uid": 0, "gid": 0, "groups": [], "env": env, "cwd": str(tmp_path),
+        },
+        "subject": {
+            "argv": [sys.executable, str(INSIDE / "subject.py")],
+            "uid": 0, "gid": 0, "groups": [], "env": {"PATH": env["PATH"]},
+            "cwd": str(tmp_path),
+        },
+        "bound_ms": 0,
+        "grace_ms": 500,
+        "deadline_ms": 0,
+        "call_timeout_ms": 60_000,
+        "production": ["pgshop"],
+        "source_roots": [str(tmp_path / "src")],
+        "targets": "",
+    }  # fmt: skip
+    cfg.update(over)
+    path = tmp_path / "supervisor.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return path
+
+
+def run_supervisor(config: Path) -> tuple[int, list[dict[str, Any]], str]:
+    """Run the supervisor with a listening report socket; its exit status, records, stderr."""
+    path = str(config.parent / "report.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)
+    data = bytearray()
+
+    def read() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            while chunk := conn.recv(1 << 16):
+                data.extend(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", str(INSIDE / "supervisor.py"), str(config)],
+            capture_output=True,
+            check=False,
+            timeout=300,
+        )
+        if proc.returncode in (75, 78):  # refused before connecting: nothing to read
+            return proc.returncode, [], proc.stderr.decode(errors="replace")
+        reader.join(timeout=60)
+    finally:
+        listener.close()
+        os.unlink(path)
+    records = [json.loads(line) for line in bytes(data).splitlines()]
+    return proc.returncode, records, proc.stderr.decode(errors="replace")

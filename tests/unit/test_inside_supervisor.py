@@ -6,17 +6,13 @@ attack of the subject on the verdict is a test here beside its control."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.unit._inside_helpers import INSIDE, write_tree
+from tests.unit._inside_helpers import run_supervisor, supervisor_config, write_tree
 
 SHOP = {
     "src/pgshop/__init__.py": """
@@ -84,79 +80,13 @@ SHOP = {
 }
 
 
-def _config(tmp_path: Path, tests: list[str], **over: Any) -> Path:
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(INSIDE),
-           "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
-    cfg: dict[str, Any] = {
-        "v": 1,
-        "socket": str(tmp_path / "report.sock"),
-        "nonce": "n0nce",
-        "switch_users": False,
-        "test_only": True,
-        "judge": {
-            "argv": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                     "-p", "patchgate_reporter", "-p", "patchgate_judge", *tests],
-            "uid": 0, "gid": 0, "groups": [], "env": env, "cwd": str(tmp_path),
-        },
-        "subject": {
-            "argv": [sys.executable, str(INSIDE / "subject.py")],
-            "uid": 0, "gid": 0, "groups": [], "env": {"PATH": env["PATH"]},
-            "cwd": str(tmp_path),
-        },
-        "bound_ms": 0,
-        "grace_ms": 500,
-        "deadline_ms": 0,
-        "call_timeout_ms": 60_000,
-        "production": ["pgshop"],
-        "source_roots": [str(tmp_path / "src")],
-        "targets": "",
-    }  # fmt: skip
-    cfg.update(over)
-    path = tmp_path / "supervisor.json"
-    path.write_text(json.dumps(cfg), encoding="utf-8")
-    return path
-
-
-def _run(config: Path) -> tuple[int, list[dict[str, Any]], str]:
-    """Run the supervisor with a listening report socket; its exit status, records, stderr."""
-    path = str(config.parent / "report.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(4)
-    data = bytearray()
-
-    def read() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            while chunk := conn.recv(1 << 16):
-                data.extend(chunk)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-I", str(INSIDE / "supervisor.py"), str(config)],
-            capture_output=True,
-            check=False,
-            timeout=300,
-        )
-        if proc.returncode in (75, 78):  # refused before connecting: nothing to read
-            return proc.returncode, [], proc.stderr.decode(errors="replace")
-        reader.join(timeout=60)
-    finally:
-        listener.close()
-        os.unlink(path)
-    records = [json.loads(line) for line in bytes(data).splitlines()]
-    return proc.returncode, records, proc.stderr.decode(errors="replace")
-
-
 def _items(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["nodeid"].split("::")[-1]: r for r in records if r["kind"] == "item"}
 
 
 def test_a_judged_run_end_to_end(tmp_path: Path) -> None:
     write_tree(tmp_path, SHOP)
-    code, records, err = _run(_config(tmp_path, ["tests/test_shop.py"]))
+    code, records, err = run_supervisor(supervisor_config(tmp_path, ["tests/test_shop.py"]))
     assert [r["seq"] for r in records] == list(range(len(records))), err
     assert all(r["nonce"] == "n0nce" for r in records)
     assert records[0]["kind"] == "start"
@@ -187,8 +117,8 @@ def test_the_subject_exiting_hanging_or_forging_is_never_a_pass(tmp_path: Path) 
         "def test_after_hang():\n    assert 1 + 1 == 2\n",
         encoding="utf-8",
     )
-    cfg = _config(tmp_path, ["tests/test_attacks.py"], bound_ms=1000, grace_ms=300)
-    code, records, err = _run(cfg)
+    cfg = supervisor_config(tmp_path, ["tests/test_attacks.py"], bound_ms=1000, grace_ms=300)
+    code, records, err = run_supervisor(cfg)
     items = _items(records)
     # a forged item line on every fd: refused as garbage, never relayed
     assert [r["nodeid"] for r in records if r["kind"] == "item"].count(
@@ -207,7 +137,7 @@ def test_the_subject_exiting_mid_test_is_reported_for_that_test(tmp_path: Path) 
     (tmp_path / "tests/test_exit.py").write_text(
         "import pgshop\ndef test_leave():\n    assert pgshop.leave() is None\n", encoding="utf-8"
     )
-    code, records, err = _run(_config(tmp_path, ["tests/test_exit.py"]))
+    code, records, err = run_supervisor(supervisor_config(tmp_path, ["tests/test_exit.py"]))
     ended = [r for r in records if r["kind"] == "subject"]
     assert ended == [{**ended[0], "event": "exit", "returncode": 3,
                       "nodeid": "tests/test_exit.py::test_leave"}], err  # fmt: skip
@@ -234,12 +164,12 @@ def test_a_bad_config_or_no_socket_starts_no_child(
 ) -> None:
     """Refused before any child exists: the judge's argv would leave a marker file."""
     marker = tmp_path / "started"
-    cfg = _config(tmp_path, [])
+    cfg = supervisor_config(tmp_path, [])
     doc = json.loads(cfg.read_text())
     doc["judge"]["argv"] = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
     doc.update(change)
     cfg.write_text(json.dumps(doc))
-    code, records, err = _run(cfg)
+    code, records, err = run_supervisor(cfg)
     assert code == status, err
     assert records == []
     assert not marker.exists()
