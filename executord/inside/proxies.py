@@ -63,6 +63,7 @@ class Client:
         self._released: list[int] = []
         self._abandoned: set[int] = set()
         self._depth = 0
+        self._answered = 0  # the last call id whose answer was read
         self._env: dict[str, str] | None = None
         self._cwd = ""
         self.exc_classes: dict[tuple[str, str], type[BaseException]] = {}
@@ -86,10 +87,11 @@ class Client:
         except wire.WireError as exc:
             raise self._lose(str(exc)) from exc
         self._depth += 1
+        self._answered = 0
         try:
             return self._wait(cid)
         except BaseException:
-            if not self.dead:
+            if not self.dead and self._answered != cid:  # interrupted before its answer
                 self._abandoned.add(cid)
                 if self._depth > 1:
                     self.dead = "a test was interrupted inside a callback"
@@ -128,6 +130,7 @@ class Client:
                 self._abandoned.discard(gid)
                 continue
             if kind in ("ok", "raise") and gid == cid:
+                self._answered = cid
                 if failure:
                     raise failure[0]
                 return self._answer(got)
@@ -163,8 +166,10 @@ class Client:
         except Exception as exc:
             ref = wire.type_ref(type(exc))
             builtin = type(exc).__module__ == "builtins"
-            out = {"k": "raise", "id": cid, "exc": {"type": ref, "builtin": builtin,
-                                                    "message": str(exc)[:4000]}}  # fmt: skip
+            hid = getattr(exc, "_patchgate_handle", None)  # the subject's own exception, back
+            info = {"type": ref, "builtin": builtin, "message": str(exc)[:4000],
+                    "handle": hid if type(hid) is int else None}  # fmt: skip
+            out = {"k": "raise", "id": cid, "exc": info}
         try:
             self.link.send(out)
         except wire.WireError as exc:
@@ -201,6 +206,8 @@ class Client:
             cls_ref = payload.get("cls")
             if isinstance(cls_ref, dict) and payload.get("exc") is True:
                 cls = self.exc_class(cls_ref)
+                if getattr(cls, "_patchgate_proxy", False):
+                    cls._patchgate_hid = hid  # type: ignore[attr-defined]  # passed back: the class
                 return cls
             if payload.get("package") is True:
                 ref = {**ref, "package": True}
@@ -261,6 +268,7 @@ class Client:
         setattr(exc, MARK, True)
         tb = str(raw.get("traceback", ""))
         exc._patchgate_traceback = tb  # type: ignore[attr-defined]
+        exc._patchgate_handle = raw.get("handle")  # type: ignore[attr-defined]
         with contextlib.suppress(AttributeError):
             exc.add_note("raised by the code under test (in the subject process):\n" + tb)
         return exc

@@ -128,16 +128,12 @@ class _Table:
 
     def __init__(self) -> None:
         self.objs: dict[int, object] = {}
-        self._ids: dict[int, int] = {}  # id(obj) -> handle id
         self._next = 1
 
     def put(self, obj: object) -> int:
-        hid = self._ids.get(id(obj))
-        if hid is not None and self.objs.get(hid) is obj:
-            return hid
+        """A new id per export: each judge proxy releases its own."""
         hid, self._next = self._next, self._next + 1
         self.objs[hid] = obj
-        self._ids[id(obj)] = hid
         return hid
 
     def get(self, hid: object) -> object:
@@ -146,9 +142,8 @@ class _Table:
         return self.objs[hid]
 
     def release(self, hid: object) -> None:
-        obj = self.objs.pop(hid, None) if type(hid) is int else None
-        if obj is not None:
-            self._ids.pop(id(obj), None)
+        if type(hid) is int:
+            self.objs.pop(hid, None)
 
 
 class JudgeObject:
@@ -328,8 +323,11 @@ class Server:
             if got["k"] in ("ok", "raise") and got.get("id") == cid:
                 if got["k"] == "ok":
                     return self.decode(got.get("value"))
-                raise _judge_exception(got.get("exc"))
+                raise self._judge_exception(got.get("exc"))
             self.handle(got)
+
+    def _judge_exception(self, raw: object) -> BaseException:
+        return _judge_exception(raw, self.table)
 
     def _apply_ctx(self, ctx: object) -> None:
         if not isinstance(ctx, dict):
@@ -443,9 +441,13 @@ def _refuse(why: str) -> None:
     raise TypeError(why)
 
 
-def _judge_exception(raw: object) -> BaseException:
-    """An exception a judge callback raised, rebuilt in the subject (builtin types by name)."""
+def _judge_exception(raw: object, table: _Table) -> BaseException:
+    """An exception a judge callback raised: the subject's own when it came from here, else
+    rebuilt (builtin types by name, anything else a RuntimeError naming it)."""
     info = raw if isinstance(raw, dict) else {}
+    own = table.objs.get(info["handle"]) if type(info.get("handle")) is int else None
+    if isinstance(own, BaseException):
+        return own
     ref = info.get("type") if isinstance(info.get("type"), dict) else {}
     name = str(ref.get("qualname", "")) if isinstance(ref, dict) else ""
     cls = getattr(builtins, name, None) if info.get("builtin") else None

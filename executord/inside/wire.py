@@ -148,6 +148,12 @@ of its MRO, ending in the nearest builtin exception type), with the message; the
 ``_patchgate_subject = True`` (``SUBJECT_MARK``) and ``_patchgate_traceback``. Uncaught, a marked
 exception makes the test ``error`` whatever its type.
 
+A judge callback that raised answers ``{"k": "raise", "id", "exc": {"type": TypeRef, "builtin":
+bool, "message": str, "handle": hid | null}}``: ``handle`` set when the exception is one the
+subject raised (it is re-raised there as the original object), else a builtin type is rebuilt by
+name and anything else is a ``RuntimeError`` naming it. Handle ids are fresh per export (each
+judge proxy releases its own).
+
 Every call the judge makes has a timeout (``call_timeout_ms`` of its role config): no answer in
 time, EOF, or a refused message raises ``SubjectLost`` (a marked ``RuntimeError``) and the link
 is dead for the rest of the run.

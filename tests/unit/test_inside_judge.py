@@ -133,6 +133,18 @@ BILLING = {
         def leave():
             import os
             os._exit(9)
+
+        SHARED = Box(7)
+
+        def shared():
+            return SHARED
+
+        def catching(exc_class, fn):
+            try:
+                fn()
+            except exc_class as exc:
+                return "caught " + str(exc)
+            return "not caught"
     """,
 }
 
@@ -249,6 +261,33 @@ def test_callbacks_run_in_the_judge(bill: Any) -> None:
 
     assert bill.apply(key, [1, 3, 2]) == [3, 2, 1]
     assert sorted(seen) == [1, 2, 3]
+
+
+def test_a_subject_exception_inside_a_callback_keeps_the_link(bill: Any) -> None:
+    def key(x: int) -> int:
+        with pytest.raises(ValueError, match="bad value"):
+            bill.fail("value")  # a call into the subject from inside its callback
+        return x
+
+    assert bill.apply(key, [2, 1]) == [1, 2]
+    assert bill.echo(1) == 1
+
+
+def test_two_handles_to_one_object_are_released_apart(bill: Any) -> None:
+    first, second = bill.shared(), bill.shared()
+    del first
+    import gc
+
+    gc.collect()
+    assert bill.echo(0) == 0  # sends the release
+    assert second.get() == 7
+
+
+def test_a_proxy_exception_class_goes_back_as_the_class(bill: Any) -> None:
+    def boom() -> None:
+        bill.fail("invoice")
+
+    assert bill.catching(bill.BillingError, boom) == "caught no invoice"
 
 
 def test_output_logs_and_warnings_are_replayed(
