@@ -44,10 +44,11 @@ def _load(stem: str) -> ModuleType:
 
 
 if TYPE_CHECKING:
-    from executord.inside import proxies, wire
+    from executord.inside import judgelink, proxies, wire
 else:
     wire = _load("wire")
     proxies = _load("proxies")
+    judgelink = _load("judgelink")
 
 
 class _ProxyLoader(importlib.abc.Loader):
@@ -64,7 +65,7 @@ class _ProxyLoader(importlib.abc.Loader):
 class ProxyFinder(importlib.abc.MetaPathFinder):
     """Imports of production names become proxies of the subject's modules."""
 
-    def __init__(self, client: proxies.Client) -> None:
+    def __init__(self, client: judgelink.Client) -> None:
         self.client = client
 
     def find_spec(
@@ -88,7 +89,7 @@ def _fds(name: str) -> list[int]:
     return [int(x) for x in raw.split(",") if x.strip().isdigit()]
 
 
-def install(client: proxies.Client) -> ProxyFinder:
+def install(client: judgelink.Client) -> ProxyFinder:
     """Put the proxy finder first; refuse when a production module is already real here."""
     real = sorted(
         n
@@ -105,7 +106,7 @@ def install(client: proxies.Client) -> ProxyFinder:
     return finder
 
 
-def _connect() -> proxies.Client | None:
+def _connect() -> judgelink.Client | None:
     link_fds = _fds("PATCHGATE_JUDGE_LINK")
     config = wire.role_env("PATCHGATE_JUDGE_CONFIG")
     os.environ.pop("PATCHGATE_JUDGE_CONFIG", None)
@@ -115,7 +116,7 @@ def _connect() -> proxies.Client | None:
     timeout_s = timeout_ms / 1000 if type(timeout_ms) is int and timeout_ms > 0 else 60.0
     link = wire.Link(link_fds[0], link_fds[1], wire.Caps.from_json(config.get("caps")))
     production = frozenset(str(p) for p in config.get("production", ()) if str(p))
-    client = proxies.Client(link, timeout_s, production)
+    client = judgelink.Client(link, timeout_s, production)
     if client.request("hello") != wire.PROTOCOL:
         raise pytest.UsageError("the subject does not speak the judge's protocol")
     return client

@@ -38,6 +38,7 @@ def load(stem: str, name: str = "") -> ModuleType:
 
 judge = load("patchgate_judge", "patchgate_judge")
 proxies = sys.modules["_patchgate_proxies"]
+judgelink = sys.modules["_patchgate_judgelink"]
 pwire = sys.modules["_patchgate_wire"]
 
 
@@ -101,7 +102,7 @@ def subject(
     for fd in (s_r, s_w, rep_w):
         os.close(fd)
     link = pwire.Link(j_r, j_w, pwire.Caps.from_json(caps or {}))
-    client = proxies.Client(link, timeout_s, frozenset(production))
+    client = judgelink.Client(link, timeout_s, frozenset(production))
     pair = Pair(proc, client, rep_r)
     try:
         yield pair

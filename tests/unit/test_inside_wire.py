@@ -3,6 +3,7 @@ caps refuse instead of truncating; junk input is refused with ``WireError`` (iss
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import datetime as dt
 import decimal
@@ -11,6 +12,7 @@ import math
 import os
 import pathlib
 import struct
+import sys
 import uuid
 from typing import Any
 
@@ -18,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from executord.inside import wire
+from executord.inside import FILES, REPORTER_DIR, wire
 
 _tz = st.one_of(
     st.none(),
@@ -285,3 +287,28 @@ def test_other_plain_values() -> None:
     named = dt.timezone(dt.timedelta(hours=2), "CEST")
     back = wire.loads(wire.dumps(dt.time(1, tzinfo=named)))
     assert back.tzinfo.tzname(None) == "CEST"
+
+
+def test_every_in_sandbox_module_is_listed_and_imports_only_the_standard_library() -> None:
+    """FILES names every module the executor mounts; each imports the standard library (pytest on
+    the judge's side) and nothing else at run time (``executord`` only for type checking)."""
+    names = sorted(p.name for p in REPORTER_DIR.glob("*.py") if p.name != "__init__.py")
+    assert sorted(FILES) == names
+    for name in names:
+        tree = ast.parse(pathlib.Path(REPORTER_DIR, name).read_text(encoding="utf-8"))
+        guarded = {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            if id(node) in guarded or not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            for mod in mods:
+                top = str(mod).split(".")[0]
+                assert top in sys.stdlib_module_names or top in ("__future__", "pytest"), (
+                    name,
+                    mod,
+                )
