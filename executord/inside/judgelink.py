@@ -45,7 +45,8 @@ class Client:
         self._abandoned: set[int] = set()
         self._depth = 0
         self._answered = 0  # the last call id whose answer was read
-        self._env: dict[str, str] | None = None
+        self._env0 = dict(os.environ)  # the judge's environment at start: changes are mirrored
+        self._env: dict[str, Any] | None = None
         self._cwd = ""
         self.exc_classes: dict[tuple[str, str], type[BaseException]] = {}
         self.enums: dict[tuple[str, str, str], proxies.Record] = {}
@@ -86,7 +87,11 @@ class Client:
 
     def _ctx(self) -> dict[str, Any]:
         ctx: dict[str, Any] = {}
-        env = dict(os.environ)
+        now = dict(os.environ)
+        env = {
+            "set": {k: v for k, v in now.items() if self._env0.get(k) != v},
+            "unset": sorted(k for k in self._env0 if k not in now),
+        }
         if env != self._env:
             ctx["env"], self._env = env, env
         with contextlib.suppress(OSError):

@@ -5,16 +5,22 @@ same read-only mount; stdlib and pytest only. At import it takes the call link's
 config out of the environment (``PATCHGATE_JUDGE_LINK``, ``PATCHGATE_JUDGE_CONFIG``: see
 ``wire.py``), checks the link (``hello``), and puts a finder first on ``sys.meta_path`` that
 answers every import of a production top-level name (and its submodules) with a ``ProxyModule``
-(``proxies.py``): the module is imported in the subject, never here. A production module already
-imported in the judge when the plugin starts is a usage error (its code would run here).
+(``proxies.py``): the module is imported in the subject, never here. The finder goes in when
+the plugin is imported (``-p`` plugins load before the initial conftests, which may import
+production code); a production module already imported in the judge then is a usage error (its
+code would run here).
 
 Around each test it tells the subject when the test's setup begins and its teardown ends, so the
-subject attributes what it executed to the test. Without ``PATCHGATE_JUDGE_LINK`` the plugin does
-nothing (a single-process run).
+subject attributes what it executed to the test. The directories a test hands to production code
+— its ``tmp_path`` and its output area (``PATCHGATE_OUTPUT``) — are shared with the subject
+through the judge's one supplementary group (``2770``; their parents only traversable by it),
+when the judge has one (switched users); nothing else of the judge's is. Without
+``PATCHGATE_JUDGE_LINK`` the plugin does nothing (a single-process run).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -26,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-__all__ = ["CLIENT", "ProxyFinder", "install"]
+__all__ = ["CLIENT", "FINDER", "ProxyFinder", "install", "share"]
 
 
 def _load(stem: str) -> ModuleType:
@@ -122,6 +128,45 @@ def _connect() -> judgelink.Client | None:
     return client
 
 
+def _shared_gid() -> int | None:
+    """The group the judge shares with the subject (its one supplementary group), if any."""
+    groups = [g for g in os.getgroups() if g != os.getgid()]
+    return groups[0] if len(groups) == 1 else None
+
+
+def share(path: str) -> None:
+    """Let the subject use ``path``: group rwx + setgid on it, group x on its parents up to the
+    first one the judge does not own."""
+    gid = _shared_gid()
+    if gid is None or not path:
+        return
+    try:
+        os.chown(path, -1, gid)
+        os.chmod(path, 0o2770)  # noqa: S103 - group only: the subject's uid is in it, no other
+    except OSError:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent != os.path.dirname(parent):
+        try:
+            st = os.stat(parent)
+            if st.st_uid != os.getuid():
+                return
+            os.chown(parent, -1, gid)
+            os.chmod(parent, (st.st_mode & 0o7777) | 0o010)  # noqa: S103 - group traverse only
+        except OSError:
+            return
+        parent = os.path.dirname(parent)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: Any) -> Any:
+    """A test's ``tmp_path`` (or ``tmpdir``) is shared with the subject."""
+    outcome = yield
+    if CLIENT is not None and fixturedef.argname in ("tmp_path", "tmpdir"):
+        with contextlib.suppress(Exception):
+            share(str(outcome.get_result()))
+
+
 def _nodeid(nodeid: str) -> str:
     """The node id as the reporter sends it (relative to the working directory)."""
     reporter = sys.modules.get("patchgate_reporter")
@@ -138,12 +183,10 @@ def _phase(kind: str, nodeid: str) -> None:
         return
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if CLIENT is not None:
-        config.stash[_FINDER] = install(CLIENT)
-
-
+@pytest.hookimpl(trylast=True)
 def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    if CLIENT is not None:
+        share(os.environ.get("PATCHGATE_OUTPUT", ""))  # made by the reporter's logstart
     _phase("begin", nodeid)
 
 
@@ -157,5 +200,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         CLIENT.bye()
 
 
-_FINDER = pytest.StashKey[ProxyFinder]()
 CLIENT = _connect()
+# At import (``-p`` plugins load before the initial conftests, which may import production code).
+FINDER = install(CLIENT) if CLIENT is not None else None

@@ -199,7 +199,7 @@ class Server:
         self._lock = threading.RLock()
         self._owner = threading.get_ident()
         self._next_call = 1
-        self._env: dict[str, str] | None = None
+        self._env0 = dict(os.environ)  # the subject's own start: the judge's changes go on it
 
     # -- values -----------------------------------------------------------------------------
     def export(self, value: object) -> list[Any]:
@@ -333,9 +333,15 @@ class Server:
         if not isinstance(ctx, dict):
             return
         env = ctx.get("env")
-        if isinstance(env, dict) and all(type(k) is str and type(v) is str for k, v in env.items()):
-            os.environ.clear()
-            os.environ.update(env)
+        if isinstance(env, dict):
+            sets, unset = env.get("set"), env.get("unset")
+            if not isinstance(sets, dict) or not isinstance(unset, list):
+                return
+            new = {k: v for k, v in self._env0.items() if k not in unset}
+            new.update({str(k): str(v) for k, v in sets.items()})
+            if new != dict(os.environ):
+                os.environ.clear()
+                os.environ.update(new)
         cwd = ctx.get("cwd")
         if type(cwd) is str:
             with contextlib.suppress(OSError):

@@ -126,9 +126,11 @@ judge -> subject:
   what ran in between to that test (its executed report, on its own pipe)
 * ``{"k": "bye"}`` (the judge is done; the subject exits 0)
 
-Every judge -> subject call may carry ``"ctx": {"env": {name: value} | absent, "cwd": str |
-absent}``: the judge's ``os.environ`` (whole, when it changed since the last call) and working
-directory (when changed), applied in the subject before the call.
+Every judge -> subject call may carry ``"ctx": {"env": {"set": {name: value}, "unset": [name]}
+| absent, "cwd": str | absent}``: how the judge's ``os.environ`` differs from the judge's own at
+its start (sent when that changed since the last call; ``monkeypatch.setenv``, the reporter's
+``PATCHGATE_OUTPUT``), applied on the subject's own start environment (its ``HOME`` and
+``TMPDIR`` stay its own), and the judge's working directory (when changed), before the call.
 
 subject -> judge:
 

@@ -7,9 +7,12 @@ warnings; and each attack with its control (the same check on honest code passes
 from __future__ import annotations
 
 import decimal
+import gc
 import logging
 import math
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -276,8 +279,6 @@ def test_a_subject_exception_inside_a_callback_keeps_the_link(bill: Any) -> None
 def test_two_handles_to_one_object_are_released_apart(bill: Any) -> None:
     first, second = bill.shared(), bill.shared()
     del first
-    import gc
-
     gc.collect()
     assert bill.echo(0) == 0  # sends the release
     assert second.get() == 7
@@ -304,6 +305,9 @@ def test_environment_is_mirrored(bill: Any, monkeypatch: pytest.MonkeyPatch) -> 
     assert bill.env("PG_JUDGE_PROBE") == "on"
     monkeypatch.delenv("PG_JUDGE_PROBE")
     assert bill.env("PG_JUDGE_PROBE") is None
+    monkeypatch.setenv("HOME", os.environ.get("HOME", "/"))  # unchanged: not mirrored
+    assert bill.env("HOME") is None  # the subject's own environment has none
+    assert bill.env("PATH") == os.environ["PATH"]
 
 
 def test_monkeypatching_production_code_is_a_clear_error(
@@ -360,3 +364,37 @@ def test_only_production_modules_are_imported_by_the_subject(tmp_path: Path) -> 
         with pytest.raises(ImportError, match="production modules only"):
             pair.client.request("import", module="os")
         assert os.getpid() != pair.proc.pid
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a child as another uid")
+def test_a_tests_directories_are_shared_with_the_subject_group_only() -> None:
+    """share() (patchgate_judge): the test's dir becomes 2770 in the judge's one supplementary
+    group, its parents the judge owns get group traverse only; a parent it does not own is left."""
+    from tests.unit._inside_helpers import judge  # noqa: PLC0415 - the plugin module, by path
+
+    judge_uid, shared = 54321, 54322
+    root = Path(tempfile.mkdtemp())  # under /tmp: reachable by the judge's uid
+    root.chmod(0o711)
+    top = root / "basetemp"
+    test_dir = top / "pytest-0" / "test_x0"
+    test_dir.mkdir(parents=True, mode=0o700)
+    for p in (top, top.parent / "basetemp" / "pytest-0", test_dir):
+        os.chown(p, judge_uid, judge_uid)
+        os.chmod(p, 0o700)
+    pid = os.fork()
+    if pid == 0:  # the judge: its own uid, the shared group as its one extra group
+        try:
+            os.setgroups([shared])
+            os.setgid(judge_uid)
+            os.setuid(judge_uid)
+            judge.share(str(test_dir))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    st = os.stat(test_dir)
+    assert (st.st_gid, st.st_mode & 0o7777) == (shared, 0o2770)
+    for parent in (top / "pytest-0", top):
+        pst = os.stat(parent)
+        assert (pst.st_gid, pst.st_mode & 0o777) == (shared, 0o710)
+    assert os.stat(root).st_gid != shared  # not the judge's: untouched
+    shutil.rmtree(root)

@@ -54,6 +54,12 @@ SHOP = {
                     pass
             return 0
     """,
+    "conftest.py": """
+        import pgshop  # an initial conftest importing production code: still a proxy
+
+        def pytest_configure(config):
+            assert type(pgshop).__name__ == "ProxyModule"
+    """,
     "tests/test_shop.py": """
         import decimal
         import pgshop
