@@ -236,7 +236,10 @@ class Executor:
         # A copy beside the request, so that its path means the same to the engine wherever the
         # executor itself runs (in compose, only the state directory is shared with the host).
         prepared.inside_dir.mkdir(mode=0o755)
-        for name in FILES:
+        # every module of executord/inside/ (the reporter's FILES, the supervisor, the subject,
+        # the judge plugin, the wire), never its __init__: nothing there imports the package
+        names = {*FILES, *(p.name for p in REPORTER_DIR.glob("*.py") if p.name != "__init__.py")}
+        for name in sorted(names):
             _place(REPORTER_DIR / name, prepared.inside_dir / name, 0o444)
 
     def observed_digest(self, prepared: Prepared) -> str:

@@ -87,9 +87,9 @@ def _never_passed(run: GateRun) -> None:
     assert run.code == 1, where
     assert run.receipt["admit"] is False, where
     assert run.receipt["judge"] == "on", where
-    assert run.receipt["credits"].get("billing.prorate") == 0, where
-    for pid, status in _statuses(run).items():
-        assert status in {"fail", "error", "exceeded_bound", "unstable"}, (pid, status, where)
+    # the regression is caught by non_negative only (bounded never samples a negative used_days)
+    status = _statuses(run)["billing.prorate.non_negative"]
+    assert status in {"fail", "error", "exceeded_bound"}, (status, where)
 
 
 def test_the_control_regression_is_a_property_miss(
@@ -124,7 +124,7 @@ def test_a_trick_that_won_in_one_process_loses_to_the_judge(
         assert "assert" in failures
     else:  # the Amount is a handle: comparing it in the judge is an error that says so
         assert _statuses(run)["billing.prorate.non_negative"] == "error", failures
-        assert "TypeError" in failures, failures
+        assert "cannot be judged directly" in failures, failures
 
 
 def test_a_hostile_subject_cannot_reach_the_judge(
@@ -135,7 +135,7 @@ def test_a_hostile_subject_cannot_reach_the_judge(
     passing summary, kills its process group and exits 0: an error, never a pass."""
     run = _check(judge_gate, base, tmp_path, "judge_hostile_subject", "on")
     _never_passed(run)
-    assert set(_statuses(run).values()) <= {"error", "exceeded_bound"}, run.stdout
+    assert _statuses(run)["billing.prorate.non_negative"] == "error", run.stdout
     assert "subject" in _failures(run, "billing.prorate.non_negative")
 
 
