@@ -362,8 +362,13 @@ class _Reporter:
             return
         own = frozenset({os.path.realpath(str(item.path))})
         self._kinds[item.nodeid] = failure_kind(info.value, info.tb, own, self._root)
-        if getattr(info.value, UNJUDGEABLE_MARK, False) is True:
-            self._forced.add(item.nodeid)
+        if getattr(_boot, "JUDGED", False):  # production code runs in the subject: the mark decides
+            marked = getattr(info.value, "_patchgate_subject", False) is True
+            if marked or getattr(info.value, UNJUDGEABLE_MARK, False) is True:
+                self._forced.add(item.nodeid)
+            elif self._kinds[item.nodeid] == "subject":  # a judge-side helper file of the tree
+                own_failure = isinstance(info.value, (AssertionError, pytest.fail.Exception))
+                self._kinds[item.nodeid] = "predicate" if own_failure else "judge_error"
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         if getattr(_boot, "JUDGED", False):
@@ -408,7 +413,7 @@ class _Reporter:
             outcome, failure = "exceeded_bound", ""
         kind = self._kinds.pop(nodeid, "") or "judge_error"  # no exception seen: never called,
         kind = kind if outcome in {"fail", "error"} else ""  # or a report rewritten after it
-        forced = nodeid in self._forced or (kind == "subject" and getattr(_boot, "JUDGED", False))
+        forced = nodeid in self._forced
         self._forced.discard(nodeid)
         if outcome == "fail" and forced:  # the code under test raised, or cannot be judged
             outcome = "error"

@@ -60,9 +60,17 @@ SHOP = {
         def pytest_configure(config):
             assert type(pgshop).__name__ == "ProxyModule"
     """,
+    "pgcheck.py": """
+        def at_least(value, floor):
+            assert value >= floor, f"{value} < {floor}"
+    """,
     "tests/test_shop.py": """
         import decimal
+        import pgcheck
         import pgshop
+
+        def test_helper_predicate_fails():
+            pgcheck.at_least(pgshop.prorate("10", 1, 6), 2)
 
         def test_honest():
             assert pgshop.prorate("10", 1, 6) >= 0
@@ -101,6 +109,7 @@ def test_a_judged_run_end_to_end(tmp_path: Path) -> None:
     assert got == {
         "test_honest": ("pass", ""),  # the control
         "test_predicate_fails": ("fail", "predicate"),
+        "test_helper_predicate_fails": ("fail", "predicate"),  # a judge-side helper's assert
         "test_tricked_comparison": ("error", "judge_error"),  # a handle, not a pass
         "test_subject_raises": ("error", "subject"),
         "test_assert_in_production": ("error", "subject"),  # not the predicate failing
