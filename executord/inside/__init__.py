@@ -7,8 +7,9 @@ which only needs to know where the files live, which to mount and the plugin's n
   config and records) reads: framing, values, records, handles, callbacks, exceptions;
 * ``supervisor.py`` — PID 1 of a judged run: starts the judge and the subject as two uids,
   relays the judge's records and adds its own, enforces the clock bound, reaps;
-* ``subject.py`` and ``tracer.py`` — the server that imports the patched production code and
-  answers calls, and its executed tracer;
+* ``subject.py``, ``tracer.py`` and ``forwarding.py`` — the server that imports the patched
+  production code and answers calls, its executed tracer, and the forwarding of what it prints,
+  logs and warns to the judge;
 * ``patchgate_judge.py``, ``judgelink.py``, ``proxies.py`` — the judge's import hook, its end of
   the call link, and the proxies of the subject's modules and objects;
 * ``patchgate_reporter.py`` — the pytest plugin that reports each test's outcome;
@@ -36,6 +37,7 @@ FILES = (
     "supervisor.py",
     "subject.py",
     "tracer.py",
+    "forwarding.py",
     "patchgate_judge.py",
     "judgelink.py",
     "proxies.py",

@@ -1,8 +1,9 @@
 """The subject: a small server that imports the patched production code and answers the judge.
 
-Run by the supervisor as its own non-root uid (``python -I -S subject.py`` in the sandbox); it
-imports nothing of the gate but the wire (loaded by file path, ``wire.py`` documents the protocol)
-and the executed tracer. Its only channels are inherited pipes: the call link to the judge
+Run by the supervisor as its own non-root uid (``python subject.py`` in the sandbox); it imports
+nothing of the gate but the wire (loaded by file path, ``wire.py`` documents the protocol), the
+executed tracer (``tracer.py``) and the forwarding of its output, logs and warnings
+(``forwarding.py``). Its only channels are inherited pipes: the call link to the judge
 (``PATCHGATE_SUBJECT_LINK``) and its executed report to the supervisor
 (``PATCHGATE_SUBJECT_REPORT_FD``). Its config (``PATCHGATE_SUBJECT_CONFIG``): the production
 top-level names, the source roots, the targets file and the caps.
@@ -21,14 +22,11 @@ import dataclasses
 import enum
 import importlib
 import importlib.util
-import io
-import logging
 import operator
 import os
 import sys
 import threading
 import traceback
-import warnings
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -51,10 +49,11 @@ def _load(stem: str) -> ModuleType:
 
 
 if TYPE_CHECKING:
-    from executord.inside import tracer, wire
+    from executord.inside import forwarding, tracer, wire
 else:
     wire = _load("wire")
     tracer = _load("tracer")
+    forwarding = _load("forwarding")
 
 _TB_FRAMES = 8
 _TB_CHARS = 4000
@@ -157,34 +156,6 @@ class JudgeObject:
 
     def __repr__(self) -> str:
         return f"<judge object {self._name}>"
-
-
-class _Forward(io.TextIOBase):
-    """sys.stdout/sys.stderr of the subject: every write goes to the judge."""
-
-    def __init__(self, server: Server, stream: str) -> None:
-        self._server, self._stream = server, stream
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        if text:
-            self._server.event({"k": "out", "stream": self._stream, "text": str(text)})
-        return len(text)
-
-
-class _LogForward(logging.Handler):
-    def __init__(self, server: Server) -> None:
-        super().__init__(level=1)
-        self._server = server
-
-    def emit(self, record: logging.LogRecord) -> None:
-        with contextlib.suppress(Exception):
-            msg = record.getMessage()
-            self._server.event(
-                {"k": "log", "name": record.name, "level": record.levelno, "msg": msg}
-            )
 
 
 class Server:
@@ -464,33 +435,6 @@ def _judge_exception(raw: object, table: _Table) -> BaseException:
     return RuntimeError(f"judge callback raised {name}: {message}")
 
 
-def _showwarning(server: Server) -> Any:
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             *_rest: object) -> None:  # fmt: skip
-        server.event(
-            {
-                "k": "warn",
-                "category": wire.type_ref(category),
-                "message": str(message),
-                "filename": str(filename),
-                "lineno": int(lineno),
-            }
-        )
-
-    return show
-
-
-def install(server: Server) -> None:
-    """Route the subject's output, log records and warnings to the judge."""
-    sys.stdout = _Forward(server, "stdout")
-    sys.stderr = _Forward(server, "stderr")
-    root = logging.getLogger()
-    root.addHandler(_LogForward(server))
-    root.setLevel(1)
-    warnings.simplefilter("always")
-    warnings.showwarning = _showwarning(server)
-
-
 def _fds(name: str) -> list[int]:
     raw = os.environ.pop(name, "")
     return [int(x) for x in raw.split(",") if x.strip().isdigit()]
@@ -515,7 +459,7 @@ def main() -> int:
     )
     tracer.TRACER.configure(str(config.get("targets", "")))
     tracer.TRACER.start()
-    install(server)
+    forwarding.install(server)
     status = server.serve()
     server.report(tracer.TRACER.stop())
     return status
