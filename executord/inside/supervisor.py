@@ -326,6 +326,7 @@ class Supervisor:
                    "returncode": code})  # fmt: skip
 
     def run(self) -> int:
+        wake = _child_wakeup()  # SIGCHLD wakes the select: no polling delay at a child's end
         judge, subject, jlines, slines = self.spawn()
         bound = max(0, int(self.cfg.get("bound_ms", 0))) / 1000
         grace = max(0, int(self.cfg.get("grace_ms", 2000))) / 1000
@@ -334,11 +335,9 @@ class Supervisor:
         judge_gone_at: float | None = None
         while True:
             readers = [r for r in (jlines, slines) if not r.eof]
-            ready: list[int] = []
-            if readers:
-                ready, _, _ = select.select([r.fd for r in readers], [], [], _SLICE_S)
-            else:
-                time.sleep(_SLICE_S)
+            ready, _, _ = select.select([wake, *(r.fd for r in readers)], [], [], _SLICE_S)
+            if wake in ready:
+                _drain(wake)
             for r in readers:
                 if r.fd in ready:
                     for line in r.read():
@@ -365,16 +364,20 @@ class Supervisor:
                 judge_gone_at = judge_gone_at or now
                 if jlines.eof or now - judge_gone_at > _END_GRACE_S:
                     break
-        return self.finish(judge, subject, slines, judge_gone_at or time.monotonic())
+        return self.finish(judge, subject, slines, wake, judge_gone_at or time.monotonic())
 
-    def finish(self, judge: _Child, subject: _Child, slines: _Lines, since: float) -> int:
+    def finish(
+        self, judge: _Child, subject: _Child, slines: _Lines, wake: int, since: float
+    ) -> int:
         """The judge has ended: the subject's last words, its end, how the judge ended."""
         while subject.status is None and time.monotonic() - since < _END_GRACE_S:
-            if not slines.eof and select.select([slines.fd], [], [], _SLICE_S)[0]:
+            fds = [wake] if slines.eof else [wake, slines.fd]
+            ready = select.select(fds, [], [], _SLICE_S)[0]
+            if wake in ready:
+                _drain(wake)
+            if slines.fd in ready and not slines.eof:
                 for line in slines.read():
                     self.from_subject(line)
-            else:
-                time.sleep(0.01)
             self.reap(judge, subject)
         self.current = ""
         self.kill(subject, "it was still running after the judge ended")
@@ -397,6 +400,22 @@ class Supervisor:
                        "detail": detail})  # fmt: skip
         _reap_all()
         return code if code >= 0 else 128 - code
+
+
+def _child_wakeup() -> int:
+    """A pipe SIGCHLD writes to (``signal.set_wakeup_fd``); its read end, for select."""
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(w)
+    return r
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 4096):
+            pass
 
 
 def _dying(pid: int) -> bool:
