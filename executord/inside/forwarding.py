@@ -37,6 +37,8 @@ class _Forward(io.TextIOBase):
     def __init__(self, server: Sink, stream: str) -> None:
         self._server, self._stream = server, stream
 
+    encoding = "utf-8"  # what production code may ask of a stream
+
     def writable(self) -> bool:
         return True
 

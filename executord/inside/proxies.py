@@ -303,7 +303,7 @@ class ProxyModule(ModuleType):
         raise Unjudgeable(
             f"assigning {self.__name__}.{name} from a test (monkeypatching production code) "
             "cannot be judged: production code runs in another process. Pass the value in as an "
-            "argument, or run the property with --judge off (docs/judge.md)"
+            'argument, or run the check with --judge off (docs/gate.md, "The judge")'
         )
 
     def __delattr__(self, name: str) -> None:

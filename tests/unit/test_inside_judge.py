@@ -100,6 +100,8 @@ BILLING = {
             return sorted(xs, key=fn)
 
         def noisy():
+            import sys
+            assert sys.stdout.encoding == "utf-8"
             print("to stdout")
             logging.getLogger("pgbill").warning("logged %s", 1)
             warnings.warn("careful", DeprecationWarning)
