@@ -38,6 +38,8 @@ class Client:
         self.timeout_s = timeout_s
         self.production = production
         self.dead = ""
+        self.current = ""  # the test running (set by patchgate_judge), for the lost reason
+        self._interrupted = ""  # the first test whose call was interrupted before its answer
         self._next = 1
         self._judge_objs: dict[int, object] = {}
         self._judge_ids: dict[int, int] = {}
@@ -75,6 +77,7 @@ class Client:
         except BaseException:
             if not self.dead and self._answered != cid:  # interrupted before its answer
                 self._abandoned.add(cid)
+                self._interrupted = self._interrupted or self.current or "a test"
                 if self._depth > 1:
                     self.dead = "a test was interrupted inside a callback"
             raise
@@ -82,8 +85,10 @@ class Client:
             self._depth -= 1
 
     def _lose(self, why: str) -> proxies.SubjectLost:
-        self.dead = why
-        return proxies.SubjectLost(why)
+        if self._interrupted:
+            why += f" (after a call was interrupted in {self._interrupted})"
+        self.dead = f"{why} (lost during {self.current})" if self.current else why
+        return proxies.SubjectLost(self.dead)
 
     def _ctx(self) -> dict[str, Any]:
         ctx: dict[str, Any] = {}

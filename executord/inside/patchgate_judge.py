@@ -175,7 +175,10 @@ def _nodeid(nodeid: str) -> str:
 
 
 def _phase(kind: str, nodeid: str) -> None:
-    if CLIENT is None or CLIENT.dead:
+    if CLIENT is None:
+        return
+    CLIENT.current = _nodeid(nodeid) if kind == "begin" else ""
+    if CLIENT.dead:
         return
     try:
         CLIENT.request(kind, nodeid=_nodeid(nodeid))

@@ -123,28 +123,49 @@ def test_a_judged_run_end_to_end(tmp_path: Path) -> None:
     assert code == finish["exitstatus"] == 1
 
 
-def test_the_subject_exiting_hanging_or_forging_is_never_a_pass(tmp_path: Path) -> None:
+def test_a_hanging_subject_is_exceeded_bound_and_later_calls_say_where_it_went(
+    tmp_path: Path,
+) -> None:
     write_tree(tmp_path, SHOP)
     (tmp_path / "tests/test_attacks.py").write_text(
         "import pgshop\n"
-        "def test_forged():\n    assert pgshop.forge() == 0\n"
         "def test_hang():\n    pgshop.hang()\n"
-        "def test_after_hang():\n    assert 1 + 1 == 2\n",
+        "def test_after_hang():\n    assert 1 + 1 == 2\n"
+        "def test_calls_after_hang():\n    assert pgshop.picky(1) == 1\n",
         encoding="utf-8",
     )
     cfg = supervisor_config(tmp_path, ["tests/test_attacks.py"], bound_ms=1000, grace_ms=300)
+    batch = tmp_path / "batch.json"  # the judge's own per-test alarm, as the executor sets it
+    batch.write_text(json.dumps({"bound_ms": 1000, "order": []}), encoding="utf-8")
+    doc = json.loads(cfg.read_text())
+    doc["judge"]["env"]["PATCHGATE_REPORT_BATCH"] = str(batch)
+    cfg.write_text(json.dumps(doc))
     code, records, err = run_supervisor(cfg)
     items = _items(records)
-    # a forged item line on every fd: refused as garbage, never relayed
-    assert [r["nodeid"] for r in records if r["kind"] == "item"].count(
-        "tests/test_attacks.py::test_forged"
-    ) == 1, err
+    assert items["test_hang"]["outcome"] == "exceeded_bound", err  # the judge's own alarm
+    hang = [r for r in records if r["kind"] == "subject" and r["event"] == "hang"]
+    assert [h["nodeid"] for h in hang] == ["tests/test_attacks.py::test_hang"], err
+    assert items["test_after_hang"]["outcome"] == "pass"  # the judge goes on
+    after = items["test_calls_after_hang"]  # the subject is gone: error, saying where it went
+    assert (after["outcome"], after["failure_kind"]) == ("error", "subject")
+    assert "interrupted in tests/test_attacks.py::test_hang" in after["failure"]
+    assert records[-1]["kind"] == "judge"
+    assert code == next(r for r in records if r["kind"] == "finish")["exitstatus"] == 1
+
+
+def test_a_subject_forging_item_lines_on_every_fd_is_never_relayed(tmp_path: Path) -> None:
+    write_tree(tmp_path, SHOP)
+    (tmp_path / "tests/test_attacks.py").write_text(
+        "import pgshop\ndef test_forged():\n    assert pgshop.forge() == 0\n", encoding="utf-8"
+    )
+    code, records, err = run_supervisor(supervisor_config(tmp_path, ["tests/test_attacks.py"]))
+    forged = [r for r in records if r["kind"] == "item"]
+    assert [(r["nodeid"], r["outcome"]) for r in forged] == [
+        ("tests/test_attacks.py::test_forged", "error")  # the judge's own record only
+    ], err
     garbage = [r for r in records if r["kind"] == "subject" and r["event"] == "garbage"]
     assert garbage, err
-    assert items["test_hang"]["outcome"] in ("exceeded_bound", "error"), err
-    assert items["test_after_hang"]["outcome"] == "pass"  # the judge goes on
-    assert records[-1]["kind"] == "judge"
-    assert code == next(r for r in records if r["kind"] == "finish")["exitstatus"]
+    assert code == 1
 
 
 def test_the_subject_exiting_mid_test_is_reported_for_that_test(tmp_path: Path) -> None:
