@@ -188,10 +188,15 @@ at the end if the judge never started):
 * ``{"kind": "executed", "phase": "import"|"test", "nodeid": str ("" for import), "targets":
   [name]}``: the subject's executed report (the daemon counts ``import`` for every test of the
   run). A necessary condition, never evidence on its own: the subject may lie about it.
-* ``{"kind": "subject", "event": "exit"|"crash"|"hang"|"lost", "nodeid": str (the test running,
-  "" between tests), "detail": str, "returncode": int|null}``: the subject ended (exit: status;
-  crash: killed by a signal) or was killed past the clock bound (hang). A test named by one is
-  ``error`` (``exceeded_bound`` for ``hang``), never ``pass``.
+* ``{"kind": "subject", "event": "exit"|"crash"|"hang", "nodeid": str (the test running, ""
+  between tests), "detail": str, "returncode": int|null}``: the subject ended (exit: status;
+  crash: killed by a signal, or killed by the supervisor because it outlived the judge) or was
+  killed past bound + grace (hang). A test named by one is ``error`` (``exceeded_bound`` for
+  ``hang``), never ``pass``. When the judge saw the subject's link close before the subject
+  could be reaped, the supervisor still names the test (it waits for a subject that has begun
+  to exit before it relays that test's ``item``). After a subject event the subject is gone for
+  the rest of the run: later tests that call production code are ``error`` (``SubjectLost``,
+  saying where it went); a daemon may re-run them alone.
 * ``{"kind": "judge", "event": "exit"|"crash"|"hang", "returncode": int|null, "detail": str}``
   once at the end: how the judge ended (its exit status is also the supervisor's).
 
