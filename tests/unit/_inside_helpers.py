@@ -3,6 +3,7 @@ private names), and run a real subject process over pipes (no Docker)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -160,10 +161,11 @@ def run_supervisor(config: Path) -> tuple[int, list[dict[str, Any]], str]:
     data = bytearray()
 
     def read() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            while chunk := conn.recv(1 << 16):
-                data.extend(chunk)
+        with contextlib.suppress(OSError):  # the listener closed: no supervisor connected
+            conn, _ = listener.accept()
+            with conn:
+                while chunk := conn.recv(1 << 16):
+                    data.extend(chunk)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -178,7 +180,10 @@ def run_supervisor(config: Path) -> tuple[int, list[dict[str, Any]], str]:
             return proc.returncode, [], proc.stderr.decode(errors="replace")
         reader.join(timeout=60)
     finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes an accept that never got a connection
         listener.close()
+        reader.join(timeout=60)
         os.unlink(path)
     records = [json.loads(line) for line in bytes(data).splitlines()]
     return proc.returncode, records, proc.stderr.decode(errors="replace")
