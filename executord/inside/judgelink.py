@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ class Client:
         self.timeout_s = timeout_s
         self.production = production
         self.dead = ""
+        self._lock = threading.RLock()
         self.current = ""  # the test running (set by patchgate_judge), for the lost reason
         self._interrupted = ""  # the first test whose call was interrupted before its answer
         self._next = 1
@@ -55,7 +57,12 @@ class Client:
 
     # -- requests ---------------------------------------------------------------------------
     def request(self, kind: str, **fields: Any) -> Any:
-        """Send one request and wait for its answer (decoded); raises what the subject raised."""
+        """Send one request and wait for its answer (decoded); raises what the subject raised.
+        One request at a time: a test's threads take turns (a callback's own calls re-enter)."""
+        with self._lock:
+            return self._request(kind, fields)
+
+    def _request(self, kind: str, fields: dict[str, Any]) -> Any:
         if self.dead:
             raise proxies.SubjectLost(self.dead)
         cid, self._next = self._next, self._next + 1

@@ -6,6 +6,7 @@ warnings; and each attack with its control (the same check on honest code passes
 
 from __future__ import annotations
 
+import concurrent.futures
 import decimal
 import gc
 import logging
@@ -276,6 +277,12 @@ def test_a_subject_exception_inside_a_callback_keeps_the_link(bill: Any) -> None
 
     assert bill.apply(key, [2, 1]) == [1, 2]
     assert bill.echo(1) == 1
+
+
+def test_calls_from_the_tests_threads_take_turns(bill: Any) -> None:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(bill.echo, range(200)))
+    assert got == list(range(200))
 
 
 def test_two_handles_to_one_object_are_released_apart(bill: Any) -> None:
