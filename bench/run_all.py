@@ -6,7 +6,8 @@ they are), gate overhead + re-upload + fleet scaling (bench_gate), the mutation 
 store beside the fsync floor (bench_blobstore, at most ``--blob-budget`` seconds per measure),
 how a check scales with the suite against one docker pytest twice (bench_scale, N from
 ``--scale-ns``), normal calls while 1,000 stalled callers hang on at each daemon (bench_stall,
-``--stall-n``), then the machine it ran on.
+``--stall-n``), the judge apart beside the single-process run (bench_judge, N from
+``--judge-ns``), then the machine it ran on.
 If bench/bench_sandbox.py exists, its own table is printed after ours (run as it is, with
 ``--n 4 --repeat 1`` to stay inside the time budget; ``--no-sandbox`` skips it).
 Temp data lives under /tmp/pgbench-* and is removed at the end. About 8 minutes on 2 cores, plus
@@ -31,6 +32,7 @@ from _table import Row, render
 from bench_blobstore import blob_rows
 from bench_digest import digest_rows
 from bench_gate import gate_rows
+from bench_judge import judge_rows
 from bench_mutation import mutation_rows
 from bench_scale import scale_rows
 from bench_stall import stall_rows
@@ -98,13 +100,23 @@ def main() -> int:
     ap.add_argument("--blob-budget", type=float, default=90.0, help="seconds per blob measure")
     ap.add_argument("--scale-ns", default="1,8,32,128", help="suite sizes of bench_scale")
     ap.add_argument("--stall-n", type=int, default=1000, help="stalled callers of bench_stall")
+    ap.add_argument("--judge-ns", default="1,32,128", help="suite sizes of bench_judge")
     args = ap.parse_args()
     configure_logging("warning", json_lines=True)
     t0 = time.monotonic()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="pgbench-", dir="/tmp") as d:
         tmp = Path(d)
-        for name in ("digest", "signer", "gate", "mutation", "blobstore", "scale", "stall"):
+        for name in (
+            "digest",
+            "signer",
+            "gate",
+            "mutation",
+            "blobstore",
+            "scale",
+            "stall",
+            "judge",
+        ):
             (tmp / name).mkdir()
         print("digest ...", file=sys.stderr, flush=True)
         rows += digest_rows(tmp / "digest")
@@ -120,6 +132,8 @@ def main() -> int:
         rows += scale_rows(tmp / "scale", sorted({int(n) for n in args.scale_ns.split(",")}))
         print("stalled callers ...", file=sys.stderr, flush=True)
         rows += stall_rows(tmp / "stall", args.stall_n)
+        print("judge on vs --judge off ...", file=sys.stderr, flush=True)
+        rows += judge_rows(tmp / "judge", sorted({int(n) for n in args.judge_ns.split(",")}))
     print(render(rows))
     print()
     for line in machine():

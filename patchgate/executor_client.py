@@ -76,6 +76,7 @@ class ExecutionResult:
     uploaded_bytes: int
     logs: tuple[SandboxLog, ...] = ()  # what each sandbox printed: for people, never outcomes
     alone: tuple[tuple[str, int, str], ...] = ()  # (property, run, why) re-run alone in a batch
+    judge: str = ""  # "on" or "off", as the signed report says it ran ("" when nothing ran)
 
 
 def _named_back(result: ExecutionResult, named: dict[str, str]) -> ExecutionResult:
@@ -223,12 +224,18 @@ class ExecutorClient:
         request_id: str | None = None,
         targets: Sequence[tuple[str, int, int, str]] = (),
         isolation: str = "run",
+        judge: str = "on",
+        source_roots: Sequence[str] = (),
+        production: Sequence[str] = (),
     ) -> ExecutionResult:
         """Upload what is missing, run the suite, verify the signed result.
 
         ``targets`` are code ranges (workspace path, first line, last line, qualified name) whose
         execution each run reports back in ``RunOutcome.executed``. ``isolation``: ``run`` (a
         sandbox per group of properties sharing a command prefix, per run) or ``property``.
+        ``judge``: ``on`` (the judge apart: ``production``, the top-level production names under
+        ``source_roots``, are served by the subject) or ``off`` (one process); a signed report
+        that ran another mode than asked is refused (transport ``internal``).
         """
         request_id = request_id or uuid.uuid4().hex
         pairs = [(p.id, r) for p in properties for r in range(1, runs + 1)]
@@ -265,6 +272,9 @@ class ExecutorClient:
                 executor_pb2.TreeEntry(path=p, digest=fe.sha256, size=fe.size)
                 for p, (fe, _) in sorted(environment.items())
             ],
+            judge=judge,
+            source_roots=list(source_roots),
+            production=list(production),
         )
         t0 = time.monotonic()
         uploaded = 0
@@ -275,7 +285,7 @@ class ExecutorClient:
             result = self._stream(request, on_progress)
         except TransportError as exc:
             return self._failed(pairs, exc.kind, exc.detail, uploaded)
-        expected = (request_id, signed_digest, manifest.environment_digest or "executor")
+        expected = (request_id, signed_digest, manifest.environment_digest or "executor", judge)
         return _named_back(
             self._verify(result, keyring, expected, pairs, uploaded, upload_ms),
             named,
@@ -302,13 +312,13 @@ class ExecutorClient:
         self,
         result: executor_pb2.ExecuteResult,
         keyring: Keyring,
-        expected: tuple[str, str, str],
+        expected: tuple[str, str, str, str],
         pairs: list[tuple[str, int]],
         uploaded: int,
         upload_ms: int,
     ) -> ExecutionResult:
         report = result.report
-        request_id, signed_digest, environment = expected
+        request_id, signed_digest, environment, judge = expected
         envelope = Envelope.from_proto(result.result_envelope)
         if not self._pinned:
             keyring = self._tofu_learn(keyring, {sig.keyid for sig in envelope.signatures})
@@ -328,6 +338,10 @@ class ExecutorClient:
             return self._failed(pairs, "internal", "ran in another environment", uploaded)
         if report.request_id != request_id:
             return self._failed(pairs, "internal", "report of another request", uploaded)
+        if report.judge != judge:
+            return self._failed(
+                pairs, "internal", f"asked for judge {judge}, ran {report.judge or 'off'}", uploaded
+            )
         extra = {"lane": self.lane, "address": self.address}
         try:
             outcomes = tuple(RunOutcome.from_proto(o) for o in report.outcomes if _wanted(o, pairs))
@@ -360,6 +374,7 @@ class ExecutorClient:
             uploaded_bytes=uploaded,
             logs=tuple(SandboxLog.from_proto(log) for log in report.logs),
             alone=tuple((a.property_id, int(a.run_index), a.reason) for a in report.alone),
+            judge=report.judge,
         )
 
     def _failed(

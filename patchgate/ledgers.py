@@ -280,6 +280,9 @@ class Receipt(Record):
     #: ``executor`` (the base configures none: the executor's own Python and pytest); "" when
     #: nothing was signed.
     environment: str = ""
+    #: How the runs were made: ``on`` (the judge apart, DESIGN §6.7) or ``off`` (one process:
+    #: admitted only with the base's ``allow_judge_off``); ``""`` in receipts from before it.
+    judge: str = ""
     admit: bool = False
 
     @classmethod
@@ -292,6 +295,7 @@ class Receipt(Record):
             "uncredited", "evidence", "flake_observations", "dual_pin", "override", "mutation",
             "environment",
             "changed_inputs",
+            "judge",
         )  # fmt: skip
         if receipt.schema == RECEIPT_V1 and isinstance(obj, dict) and set(v2_only) & set(obj):
             raise LedgerError(f"Receipt: a {RECEIPT_V1} receipt has no {', '.join(v2_only)}")

@@ -111,6 +111,9 @@ class ProjectConfig:
     allow_unmutated: bool = False
     #: ``[tool.patchgate.environment]``: the suite's own environment (None: the executor's).
     environment: EnvironmentConfig | None = None
+    #: A check run with ``--judge off`` (one process: the patched code shares it with pytest and
+    #: the reporter) may be admitted only when the reviewed base configuration says so.
+    allow_judge_off: bool = False
 
     def roots(self, *, has_src: bool) -> tuple[str, ...]:
         """The source roots in effect (``has_src``: the base tree has a ``src/`` directory)."""
@@ -154,6 +157,7 @@ def load_config(source: PinSource) -> ProjectConfig:
         "source_roots",
         "allow_unmutated",
         "environment",
+        "allow_judge_off",
     }
     for key in table:
         if key not in known:
@@ -173,12 +177,14 @@ def load_config(source: PinSource) -> ProjectConfig:
     if "environment" in table:
         with problems.check():
             kwargs["environment"] = parse_environment(table["environment"], where)
-    if "allow_unmutated" in table:
-        if isinstance(table["allow_unmutated"], bool):
-            kwargs["allow_unmutated"] = table["allow_unmutated"]
+    for key in ("allow_unmutated", "allow_judge_off"):
+        if key not in table:
+            continue
+        if isinstance(table[key], bool):
+            kwargs[key] = table[key]
         else:
             problems.errors.append(
-                PinError(where, "tool.patchgate.allow_unmutated", "expected true or false")
+                PinError(where, f"tool.patchgate.{key}", "expected true or false")
             )
     problems.raise_any()
     return ProjectConfig(**kwargs)

@@ -127,6 +127,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "sandbox; property: each run of each property is its own sandbox",
     )
     p.add_argument(
+        "--judge",
+        choices=("on", "off"),
+        default="on",
+        help="on (default): each sandbox run keeps the property's predicate (the judge: pytest, "
+        "the pinned properties, the executor's reporter) apart from the patched code (the "
+        "subject), two processes and two users, only values crossing; off: the old "
+        "single-process run, for properties that cannot be judged: such a check is scored but "
+        "not admitted unless the base's reviewed configuration says allow_judge_off = true",
+    )
+    p.add_argument(
         "--mutants",
         type=_mutants,
         default=4,
@@ -402,6 +412,7 @@ def settings_from_args(
         executor_keyring=_path(args.executor_keyring, conf, "executor_keyring"),
         executor_concurrency=concurrency,
         isolation=_isolation(args.isolation or conf.get("isolation") or "run"),
+        judge=getattr(args, "judge", "on"),
         mutants=args.mutants,
         lane=lane if signer == from_lane else "",
         **_statements(args),

@@ -118,6 +118,8 @@ def verify(
     stale = [f"receipt: {p}" for p in receipt_problems(receipt)]
     with tree_at(repo, rev) as tree:
         pins = base_pins(repo, rev)
+        if receipt.admit and receipt.judge == "off" and not pins.config.allow_judge_off:
+            stale.append(f"judge: admitted with --judge off, but {rev} has no allow_judge_off")
         by_id = {p.id: p for p in pins.properties}
         for pid, recorded in sorted(receipt.predicate_hashes.items()):
             prop = by_id.get(pid)
@@ -171,6 +173,14 @@ def _envelope_problems(
     return []
 
 
+def _judge_of(path: Path) -> str:
+    """The receipt's judge mode: ``on``, ``off``, or ``unknown`` (a receipt from before it)."""
+    try:
+        return read_record(Receipt, path).judge or "unknown"
+    except PatchgateError:
+        return "unknown"
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the receipt still holds, 1 when stale, 3 when it cannot be verified."""
     try:
@@ -191,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
                 "stale": found.stale,
                 "unverifiable": found.unverifiable,
                 "verdict": found.verdict,
+                "judge": _judge_of(args.receipt),
                 "ok": found.exit_code == 0,
             },
             sys.stdout,
@@ -199,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(f"keyring    {source}", file=sys.stderr)
+        print(f"judge      {_judge_of(args.receipt)}")
         for line in found.stale:
             print(f"stale      {line}")
         for line in found.unverifiable:

@@ -168,6 +168,7 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         override=_override(s),
         mutation=st.mutation,
         environment=st.environment,
+        judge=s.judge,
     )
     receipt.write(s.out / FILE_NAMES["receipt"])
     write_run_logs(s.out, st.seen.logs)
@@ -392,6 +393,7 @@ class _Check:
                 executor_keyring=executor_keyring,
                 say=self.say,
                 targets=targets_of(self.sites),
+                config=pins.config,
             )
 
         # No local executor (``check --remote-only``): the remote lane is the only evidence.
@@ -463,12 +465,20 @@ class _Check:
             digest=st.fixture_digest, fixture_root=fixture_root,
             executor_keyring=executor_keyring, patch_sha256=st.patch_sha256, say=self.say,
             untrusted=steps.introspection(self.ws) if s.mutants > 0 else "",
+            judge=steps.judge_mode(s.judge, self.ws.patched_dir, pins.config),
         )  # fmt: skip
         unmutated = s.mutants <= 0 and not pins.config.allow_unmutated
         if unmutated:
             st.reasons.append(
                 "mutation stage off (--mutants 0): not admitted unless the reviewed "
                 "configuration says allow_unmutated = true"
+            )
+        unjudged = s.judge == "off" and not pins.config.allow_judge_off
+        if unjudged:
+            st.reasons.append(
+                "judge off (--judge off): the patched code shared one process with the "
+                "properties and the reporter; scored, not admitted unless the reviewed "
+                "configuration says allow_judge_off = true"
             )
         st.take(report)
         st.scored = True
@@ -492,6 +502,7 @@ class _Check:
             flake_observed=bool(observations),
             second_pin_agrees=second.agrees,
             unmutated=unmutated,
+            unjudged=unjudged,
         )
 
     def remote_only(

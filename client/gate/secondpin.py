@@ -188,6 +188,7 @@ def _compare(  # noqa: PLR0917 - the step's state, split from the reading of the
                 fixture_root=pins.config.fixture_root,
                 executor_keyring=sig.executor_keyring,
                 say=say,
+                config=pins.config,
             )
             io = {p.id for p in suite if p.property_class == "idempotent_io"}
             stab2 = assess_all([p.id for p in suite], lane.outcomes, s.runs, same_tree=io)

@@ -45,6 +45,9 @@ class CheckSettings:
     mutants: int = 4
     executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1
     isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run
+    #: "on": the judge apart (DESIGN §6.7); "off": the single-process run, admitted only when the
+    #: reviewed configuration says ``allow_judge_off = true``.
+    judge: str = "on"
     #: Provenance the operator states: the model that drafted the patch (blank unless given;
     #: never read from the patch) and the interface (lane or tool) that returned it.
     model: str = ""

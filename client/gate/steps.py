@@ -25,6 +25,7 @@ from client.analysis.patch.roles import layout_of
 from client.analysis.patch.touched import Touched, judge, read_inputs
 from client.gate.runs import durations
 from client.gate.runs.execution import LaneResult, run_lane
+from client.gate.runs.judging import JudgeMode, production_names
 from client.gate.runs.targets import Target, targeted_connect
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
@@ -38,6 +39,7 @@ from patchgate.envelope import Envelope
 from patchgate.errors import (
     EnvelopeError,
     FixtureScanError,
+    PatchgateError,
     PinError,
     PinErrors,
     RefusedError,
@@ -52,7 +54,7 @@ from patchgate.ledgers import (
     PropertyLedger,
     now_utc,
 )
-from patchgate.pins import PinSet, PropertyPin
+from patchgate.pins import DirSource, PinSet, ProjectConfig, PropertyPin, load_config
 from patchgate.signer_client import SignerClient
 
 __all__ = [
@@ -356,10 +358,13 @@ def execute(
     executor_keyring: Keyring | None,
     say: Say,
     targets: Sequence[Target] = (),
+    config: ProjectConfig | None = None,
 ) -> LaneResult:
     """Run the suite on one lane (see client.gate.runs.execution); every Execute sends ``targets``,
-    the changed symbols' code (client.gate.runs.targets)."""
+    the changed symbols' code (client.gate.runs.targets), and the judge mode with the production
+    names of ``workspace`` under the base's ``config`` (client.gate.runs.judging)."""
     tls = s.remote_tls if lane == "remote" else s.executor_tls
+    mode = judge_mode(s.judge, workspace, config)
     say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
     memory = durations.default_path()
     result = run_lane(
@@ -378,7 +383,7 @@ def execute(
         concurrency=s.executor_concurrency,
         isolation=s.isolation,
         costs=durations.load(memory, suite) if s.isolation == "run" else {},
-        connect=targeted_connect(lane, tls, executor_keyring, targets) if targets else None,
+        connect=targeted_connect(lane, tls, executor_keyring, targets, mode),
     )
     durations.save(memory, suite, result.outcomes)  # spreads the next check; decides nothing
     return result
@@ -459,3 +464,17 @@ def write_freeze_proposals(
         write_json(
             out / "freeze_proposal.json", {"kind": "freeze_proposal", "proposals": proposals}
         )
+
+
+def judge_mode(name: str, workspace: Path, config: ProjectConfig | None) -> JudgeMode:
+    """The judge mode of a check's Executes: the source roots and production names of the tree
+    to run, under the base's configuration (the tree's own when none is given: the base tree)."""
+    if config is None:
+        try:
+            config = load_config(DirSource(workspace))
+        except PatchgateError:
+            config = ProjectConfig()
+    src = workspace / "src"
+    roots = config.roots(has_src=src.is_dir() and not src.is_symlink())
+    sent, names = production_names(workspace, roots, config.oracle_paths)
+    return JudgeMode(judge=name, source_roots=sent, production=names)

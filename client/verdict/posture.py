@@ -19,7 +19,8 @@ earlier failure::
                         no evidence of which bytes the suite saw        reject_credit         1
     credit              coverage < 1, no changed symbol, any code, an
                         unstable / unpassed suite property, or the
-                        mutation stage off without allow_unmutated      reject_credit         1
+                        mutation stage off without allow_unmutated,
+                        or --judge off without allow_judge_off          reject_credit         1
     flake               passed except a matching flake observation      review                0
     pins_agree          passed, and a second pin agrees                 review                0
     passed              passed on one pin                               human_review          0
@@ -66,6 +67,9 @@ class Facts:
     unmutated: bool = False
     #: fixture_status ``not_applicable`` (no fixture root and an empty pin): never admitted
     no_fixtures: bool = False
+    #: the runs were single-process (``--judge off``) and the reviewed configuration does not
+    #: allow that
+    unjudged: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,7 +100,14 @@ def _row(f: Facts) -> tuple[str, str]:
     for hit, row, posture in table:
         if hit:
             return row, posture
-    if codes or f.changed_symbols == 0 or f.coverage < 1.0 or not f.suite_passed or f.unmutated:
+    if (
+        codes
+        or f.changed_symbols == 0
+        or f.coverage < 1.0
+        or not f.suite_passed
+        or f.unmutated
+        or f.unjudged
+    ):
         return "credit", "reject_credit"
     if f.flake_observed:
         return "flake", "review"

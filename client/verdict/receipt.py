@@ -50,6 +50,7 @@ def build_receipt(
     override: Mapping[str, str] | None = None,
     mutation: Mapping[str, Any] | None = None,
     environment: str = "",
+    judge: str = "",
 ) -> Receipt:
     """A v2 Receipt; every changed symbol has a credit entry (0 unless earned).
 
@@ -83,6 +84,7 @@ def build_receipt(
         override=dict(override or {}),
         mutation=dict(mutation or {}),
         environment=environment,
+        judge=judge,
         admit=admit,
     )
 
@@ -228,6 +230,8 @@ def receipt_problems(r: Receipt) -> list[str]:
         out.append("credits and changed_symbols name different symbols")
     if any(c not in (0, 1) for c in r.credits.values()):
         out.append("a credit other than 0 or 1")
+    if r.judge not in ("", "on", "off"):
+        out.append(f"judge {r.judge!r} is neither on nor off")
     credited = sum(1 for c in r.credits.values() if c == 1)
     expected = round(credited / len(r.credits), 6) if r.credits else 0.0
     if r.coverage != expected:

@@ -1,12 +1,24 @@
 """The code that runs inside the sandbox, shipped with the executor and mounted read-only there.
 
-Today that is the executor's pytest reporter.
+Standard library only (and pytest on the judge's side); none of it is imported by the executor,
+which only needs to know where the files live, which to mount and the plugin's name.
 
-``patchgate_reporter.py`` is the plugin itself (stdlib and pytest only); ``patchgate_channel.py``
-takes the run's nonce and connects at interpreter start, imported by ``sitecustomize.py``. None of
-them is imported by the executor: they run inside the sandbox, on the sandbox's Python, from a
-read-only mount on ``PYTHONPATH``. This package only says where they live on the host, which files
-to mount, and under which name the sandbox loads the plugin (``-p patchgate_reporter``).
+* ``wire.py`` — the protocol every process of a judged run (and the daemon, for the supervisor's
+  config and records) reads: framing, values, records, handles, callbacks, exceptions;
+* ``supervisor.py`` — PID 1 of a judged run: starts the judge and the subject as two uids,
+  relays the judge's records and adds its own, enforces the clock bound, reaps;
+* ``subject.py``, ``tracer.py`` and ``forwarding.py`` — the server that imports the patched
+  production code and answers calls, its executed tracer, and the forwarding of what it prints,
+  logs and warns to the judge;
+* ``patchgate_judge.py``, ``judgelink.py``, ``proxies.py`` — the judge's import hook, its end of
+  the call link, and the proxies of the subject's modules and objects;
+* ``patchgate_reporter.py`` — the pytest plugin that reports each test's outcome;
+  ``patchgate_channel.py`` takes the run's nonce and connects at interpreter start, imported by
+  ``sitecustomize.py`` (judge off), or writes to the supervisor's pipe (judge on).
+
+Inside the sandbox they are top-level modules of one read-only mount; they load one another by
+file path under private ``_patchgate_*`` names, never from ``sys.path`` (so a production module
+of the same name neither shadows them nor is shadowed in the subject).
 """
 
 from __future__ import annotations
@@ -17,4 +29,16 @@ __all__ = ["FILES", "MODULE", "REPORTER_DIR"]
 
 REPORTER_DIR = Path(__file__).resolve().parent
 MODULE = "patchgate_reporter"
-FILES = (f"{MODULE}.py", "patchgate_channel.py", "sitecustomize.py")
+FILES = (
+    f"{MODULE}.py",
+    "patchgate_channel.py",
+    "sitecustomize.py",
+    "wire.py",
+    "supervisor.py",
+    "subject.py",
+    "tracer.py",
+    "forwarding.py",
+    "patchgate_judge.py",
+    "judgelink.py",
+    "proxies.py",
+)

@@ -22,6 +22,14 @@ start to its end: past it the test is interrupted with ``ClockBoundExceeded`` (a
 ``BaseException``, so ``except Exception`` does not swallow it), reported ``exceeded_bound``, and
 the next test goes on. A test that took longer than the bound is ``exceeded_bound`` whether or not
 the alarm got through; one that blocks the alarm for good is ended by the sandbox's deadline.
+
+In a judged run (issue 20; ``patchgate_channel.JUDGED``) production code runs in the subject, not
+here: the records go to the supervisor (which stamps and relays them), a ``begin`` record marks
+each test's start for the supervisor's clock, and an uncaught exception marked as the subject's
+(``_patchgate_subject``, set by the judge's proxies whatever its type) or a construct the judge
+cannot judge (``_patchgate_unjudgeable``: comparing a handle, assigning to a production module)
+makes the test ``error``, never ``fail``: an ``AssertionError`` raised inside production code is
+not the predicate failing.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ _MARKER_LINE = (  # the same text as patchgate.pytest_plugin.MARKER_LINE (a test
 )
 _TAIL_LINES = 30
 _SKIPS = (pytest.skip.Exception, pytest.xfail.Exception)
+UNJUDGEABLE_MARK = "_patchgate_unjudgeable"  # set by the judge's proxies (proxies.Unjudgeable)
 
 
 class ClockBoundExceeded(BaseException):
@@ -165,6 +174,52 @@ def _failure_text(report: pytest.TestReport) -> str:
     return text[:MAX_FAILURE_CHARS]
 
 
+# Failure kinds (DESIGN §6 step 9: a kill is the predicate's failure). The judge branch's reporter
+# sets them from the subject marker alone; this single-process reporter also reads where the
+# exception was raised, since production code runs in the same process.
+FAILURE_KINDS = ("predicate", "subject", "judge_error")
+_TEST_DIRS = frozenset({"tests", "test", "testing"})
+
+
+def _test_side(path: str, test_files: frozenset[str]) -> bool:
+    """Whether ``path`` (real, absolute) is the tests' own: a collected test module, a conftest,
+    a ``test_*.py``/``*_test.py`` file or anything under a ``tests``/``test``/``testing`` dir."""
+    name = os.path.basename(path)
+    if path in test_files or name == "conftest.py":
+        return True
+    if name.startswith("test_") or name.endswith("_test.py"):
+        return True
+    return bool(_TEST_DIRS.intersection(path.split(os.sep)[:-1]))
+
+
+def failure_kind(exc: BaseException, tb: Any, test_files: frozenset[str], root: str) -> str:
+    """``predicate``, ``subject`` or ``judge_error`` for an exception that failed a test.
+
+    ``subject``: the exception carries the judge's subject marker (``_patchgate_subject``), or the
+    innermost traceback frame inside the workspace ``root`` lies in a production file (not the
+    tests' own, :func:`_test_side`), whatever its type — an ``AssertionError`` of production code
+    included. Otherwise ``predicate`` when it is the test's own failure (``AssertionError``,
+    ``pytest.fail``, ``pytest.raises``'s "DID NOT RAISE"), else ``judge_error`` (``None >= 0`` in
+    the test). Frames outside the workspace (the standard library, pytest) decide nothing.
+    """
+    if getattr(exc, "_patchgate_subject", False) is True:
+        return "subject"
+    decider = ""
+    while tb is not None:
+        try:
+            path = os.path.realpath(tb.tb_frame.f_code.co_filename)
+        except (AttributeError, OSError, ValueError):
+            path = ""
+        if path.startswith(root + os.sep):
+            decider = path
+        tb = tb.tb_next
+    if decider and not _test_side(decider, test_files):
+        return "subject"
+    if isinstance(exc, (AssertionError, pytest.fail.Exception)):
+        return "predicate"
+    return "judge_error"
+
+
 # The output area: each test gets its own directory, named from its node id, in $PATCHGATE_OUTPUT
 # while it runs; its tree is hashed when the test ends (an idempotent_io property's two applies
 # must leave the same tree). Hashed inside the sandbox: an integrity signal, not a boundary.
@@ -245,6 +300,9 @@ class _Reporter:
         self.batch = _Batch(getattr(_boot, "BATCH", ""))
         self._running = ""  # the node id the alarm is armed for
         self._fired: set[str] = set()
+        self._forced: set[str] = set()  # node ids whose failure cannot be a predicate's: error
+        self._kinds: dict[str, str] = {}  # node id -> the kind of its first failure
+        self._root = os.path.realpath(os.getcwd())
 
     def _alarm(self, _signum: int, _frame: object) -> None:
         if self._running:
@@ -293,7 +351,28 @@ class _Reporter:
         if exc is not None and not isinstance(exc[1], _SKIPS):
             self._raised[item.nodeid] = f"{exc[0].__name__}: {exc[1]}"[:MAX_FAILURE_CHARS]
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
+        """The kind of the first failure of each test (setup, call or teardown)."""
+        yield
+        info = call.excinfo
+        if info is None or item.nodeid in self._kinds or isinstance(info.value, _SKIPS):
+            return
+        own = frozenset({os.path.realpath(str(item.path))})
+        self._kinds[item.nodeid] = failure_kind(info.value, info.tb, own, self._root)
+        if getattr(_boot, "JUDGED", False):  # production code runs in the subject: the mark decides
+            marked = getattr(info.value, "_patchgate_subject", False) is True
+            if marked or getattr(info.value, UNJUDGEABLE_MARK, False) is True:
+                self._forced.add(item.nodeid)
+            elif self._kinds[item.nodeid] == "subject":  # a judge-side helper file of the tree
+                own_failure = isinstance(info.value, (AssertionError, pytest.fail.Exception))
+                self._kinds[item.nodeid] = "predicate" if own_failure else "judge_error"
+
     def pytest_runtest_logstart(self, nodeid: str) -> None:
+        if getattr(_boot, "JUDGED", False):
+            self.channel.send("begin", nodeid=self._prefix + nodeid)
         self._started[nodeid] = time.monotonic()
         out = _output_dir(nodeid)
         try:
@@ -332,10 +411,17 @@ class _Reporter:
         took = time.monotonic() - began
         if self.batch.bound_s > 0 and (nodeid in self._fired or took > self.batch.bound_s):
             outcome, failure = "exceeded_bound", ""
+        kind = self._kinds.pop(nodeid, "") or "judge_error"  # no exception seen: never called,
+        kind = kind if outcome in {"fail", "error"} else ""  # or a report rewritten after it
+        forced = nodeid in self._forced
+        self._forced.discard(nodeid)
+        if outcome == "fail" and forced:  # the code under test raised, or cannot be judged
+            outcome = "error"
         self.channel.send(
             "item",
             nodeid=self._prefix + nodeid,
             outcome=outcome,
+            failure_kind=kind,
             duration_ms=int(took * 1000),
             failure=failure,
             executed=sorted(self._executed.pop(nodeid, ())),

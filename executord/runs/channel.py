@@ -22,7 +22,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -55,7 +55,10 @@ class Channel(Protocol):
         """Release everything (idempotent)."""
 
 
-ChannelFactory = Callable[[Path, str], Channel]
+class ChannelFactory(Protocol):
+    """Opens the report channel of one run (``judged``: the supervisor relays, judge on)."""
+
+    def __call__(self, directory: Path, nonce: str, *, judged: bool = False) -> Channel: ...
 
 
 def write_targets(directory: Path, targets: Sequence[tuple[str, int, int, str]]) -> None:
@@ -69,8 +72,8 @@ def write_targets(directory: Path, targets: Sequence[tuple[str, int, int, str]])
 class ReportChannel:
     """A live, capped reader of one run's records (see the module doc)."""
 
-    def __init__(self, directory: Path, nonce: str) -> None:
-        self.log = RecordLog(nonce=nonce)
+    def __init__(self, directory: Path, nonce: str, *, judged: bool = False) -> None:
+        self.log = RecordLog(nonce=nonce, judged=judged)
         self._stop = threading.Event()
         self._ended = threading.Event()  # the stream ended (or was cut): nothing more to read
         self._finishing = threading.Event()  # the container ended: no new writer can appear
@@ -80,7 +83,9 @@ class ReportChannel:
             try:
                 path = f"/proc/self/fd/{fd}/{SOCKET_NAME}"
                 self._listener.bind(path)
-                os.chmod(path, 0o666)  # noqa: S103 - the sandbox user connects; the mount is read-only
+                # judge off: the sandbox user connects; judge on: only the supervisor reaches the
+                # directory (docs/executor.md); the mount is read-only either way
+                os.chmod(path, 0o600 if judged and os.geteuid() == 0 else 0o666)
             finally:
                 os.close(fd)
             self._listener.listen(4)
@@ -96,9 +101,9 @@ class ReportChannel:
         self._thread.start()
 
     @classmethod
-    def open(cls, directory: Path, nonce: str) -> ReportChannel:
+    def open(cls, directory: Path, nonce: str, *, judged: bool = False) -> ReportChannel:
         """The ``ChannelFactory`` of the real executor."""
-        return cls(directory, nonce)
+        return cls(directory, nonce, judged=judged)
 
     def _serve(self) -> None:
         try:

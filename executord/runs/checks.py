@@ -16,9 +16,11 @@ from patchgate.errors import UnsafePathError
 from patchgate.pins import command_allowed
 from patchgate.symbols import MAX_TARGET_NAME, MAX_TARGETS
 
-__all__ = ["ISOLATIONS", "MAX_RUNS", "MAX_TARGETS", "check_request"]
+__all__ = ["ISOLATIONS", "JUDGE_MODES", "MAX_RUNS", "MAX_TARGETS", "check_request"]
 
 ISOLATIONS = ("run", "property")
+JUDGE_MODES = ("on", "off")
+MAX_SOURCE_ROOTS = 64
 
 MAX_RUNS = 5
 MAX_TARGET_LINE = 10_000_000
@@ -36,6 +38,9 @@ def check_request(inp: ExecuteInput, manifest: Manifest) -> None:
         raise InvalidArgument(f"runs must be 1..{MAX_RUNS}")
     if inp.isolation not in ISOLATIONS:
         raise InvalidArgument(f"isolation must be one of {', '.join(ISOLATIONS)}")
+    if inp.judge not in JUDGE_MODES:
+        raise InvalidArgument(f"judge must be one of {', '.join(JUDGE_MODES)}")
+    _check_source_roots(inp.source_roots)
     prefix = inp.fixture_root + "/"
     for path in manifest.files:
         if not path.startswith(prefix):
@@ -80,3 +85,16 @@ def _check_targets(inp: ExecuteInput) -> None:
             raise InvalidArgument(f"target {t.path}: lines must satisfy 1 <= first <= last")
         if not t.name or len(t.name) > MAX_TARGET_NAME:
             raise InvalidArgument(f"target {t.path}: name empty or over {MAX_TARGET_NAME} chars")
+
+
+def _check_source_roots(roots: tuple[str, ...]) -> None:
+    """Each source root is ``.`` or a safe relative path; a few at most."""
+    if not roots or len(roots) > MAX_SOURCE_ROOTS:
+        raise InvalidArgument(f"source_roots: 1 to {MAX_SOURCE_ROOTS} entries")
+    for root in roots:
+        if root == ".":
+            continue
+        try:
+            validate_path(root)
+        except UnsafePathError as exc:
+            raise InvalidArgument(f"source_roots: {exc}") from exc

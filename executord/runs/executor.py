@@ -11,6 +11,7 @@ status (``executord.runs.records``); nothing the sandbox could write is read bac
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import secrets
@@ -26,16 +27,15 @@ from pathlib import Path
 import structlog
 
 from executord.errors import FailedPrecondition, SandboxError
-from executord.inside import FILES, MODULE, REPORTER_DIR
+from executord.inside import FILES, REPORTER_DIR
 from executord.runs.channel import (
-    SOCKET_NAME,
-    TARGETS_NAME,
     ChannelFactory,
     ReportChannel,
     write_targets,
 )
 from executord.runs.checks import check_request
 from executord.runs.environment import (
+    ENV,
     EXECUTOR_ENVIRONMENT,
     Bare,
     materialize_environment,
@@ -51,6 +51,16 @@ from executord.runs.records import (
     tree_of,
 )
 from executord.runs.request import ExecuteInput, PropertyRun
+from executord.runs.sandboxspec import (
+    BATCH_NAME,
+    PLUGIN_PATH,
+    WORKSPACE,
+    JudgeRun,
+    RunPaths,
+    SandboxLayout,
+    run_dir_mode,
+    with_reporter,
+)
 from executord.sandbox.container import (
     ContainerRuntime,
     ContainerSpec,
@@ -70,17 +80,13 @@ from patchgate.report import sign_result
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.v1 import executor_pb2
 
-__all__ = ["Executor", "Prepared", "Progress", "with_reporter"]
+__all__ = ["PLUGIN_PATH", "Executor", "Prepared", "Progress", "with_reporter"]
 
 log = structlog.get_logger("executord.runs.executor")
-WORKSPACE = "/workspace"
-REPORTER = "/patchgate/reporter"  # the reporter plugin, read-only
-RUN = "/patchgate/run"  # the run's report socket and targets, read-only
-PLUGIN_PATH = f"{REPORTER}/{MODULE}.py"
 LOG_BUDGET = 2 << 20  # bytes of stdout+stderr tails per report, shared by its runs
 _DRAIN_S = 2.0  # after the container ended: how long the report stream may take to close
-BATCH_NAME = "batch.json"  # a batched run's clock bound and node id order, beside the socket
 BATCH_MARGIN_S = 10.0  # a batch's deadline: the sum of its bounds plus max(one bound, this)
+SUPERVISOR_MARGIN_MS = 3000  # judge on: the supervisor's deadline, before the container's
 
 
 @dataclass
@@ -128,8 +134,8 @@ class Prepared:
         return self.req_dir / "fixtures"
 
     @property
-    def reporter_dir(self) -> Path:
-        return self.req_dir / "reporter"
+    def inside_dir(self) -> Path:
+        return self.req_dir / "inside"
 
     @property
     def environment_dir(self) -> Path:
@@ -173,6 +179,16 @@ class Executor:
         self.labels = labels
         self.channels = channels
         self.bare = bare or Bare()
+
+    @property
+    def layout(self) -> SandboxLayout:
+        """The fixed part of every sandbox, from the executor's settings."""
+        return SandboxLayout(
+            policy=self.policy,
+            host_mounts=self.host_mounts,
+            path_dirs=self.path_dirs,
+            base_path=self.base_path,
+        )
 
     @property
     def keyid(self) -> str:
@@ -247,9 +263,12 @@ class Executor:
         mountpoint.mkdir(parents=True, exist_ok=True, mode=0o755)
         # A copy beside the request, so that its path means the same to the engine wherever the
         # executor itself runs (in compose, only the state directory is shared with the host).
-        prepared.reporter_dir.mkdir(mode=0o755)
-        for name in FILES:
-            _place(REPORTER_DIR / name, prepared.reporter_dir / name, 0o444)
+        prepared.inside_dir.mkdir(mode=0o755)
+        # every module of executord/inside/ (the reporter's FILES, the supervisor, the subject,
+        # the judge plugin, the wire), never its __init__: nothing there imports the package
+        names = {*FILES, *(p.name for p in REPORTER_DIR.glob("*.py") if p.name != "__init__.py")}
+        for name in sorted(names):
+            _place(REPORTER_DIR / name, prepared.inside_dir / name, 0o444)
 
     def observed_digest(self, prepared: Prepared) -> str:
         """The digest v1 of the fixture bytes as they sit in the tree that gets mounted."""
@@ -320,12 +339,15 @@ class Executor:
                 materialize_ms=prepared.timings.get("materialize_ms", 0),
                 **state.phase_ms,
             ),
-            sandbox=self.policy.to_proto(prepared.statement.manifest.clock_bound_ms),
+            sandbox=self.policy.to_proto(
+                prepared.statement.manifest.clock_bound_ms, judge=inp.judge == "on"
+            ),
             started_at=started,
             finished_at=now_utc(),
             logs=[log for _, log in sorted(state.logs, key=lambda kv: kv[0])],
             isolation=inp.isolation,
             environment=prepared.statement.manifest.environment_digest or EXECUTOR_ENVIRONMENT,
+            judge=inp.judge,
             alone=[
                 executor_pb2.AloneRun(property_id=pid, run_index=r, reason=why)
                 for (pid, r), why in sorted(
@@ -426,44 +448,31 @@ class Executor:
         if self.observed_digest(prepared) != prepared.statement.digest:
             raise SandboxError("internal", "fixture bytes changed before this run; not run")
         inp, manifest = prepared.inp, prepared.statement.manifest
-        run_dir = prepared.req_dir / "runs" / f"batch-{_slug(group.ids[0])}-{r}"
-        run_dir.mkdir(parents=True, mode=0o755)
-        run_dir.chmod(0o755)
+        paths = self._run_paths(prepared, f"batch-{_slug(group.ids[0])}-{r}")
         argv = group.argv(run_order(group.ids, manifest.seed, r))
         nodes = list(argv[len(group.prefix) :])
-        (run_dir / BATCH_NAME).write_text(
+        (paths.readable / BATCH_NAME).write_text(
             json.dumps({"bound_ms": manifest.clock_bound_ms, "order": nodes}), encoding="utf-8"
         )
-        (run_dir / BATCH_NAME).chmod(0o444)
-        targets = [(t.path, t.first_line, t.last_line, t.name) for t in inp.targets]
-        if targets:
-            write_targets(run_dir, targets)
+        (paths.readable / BATCH_NAME).chmod(0o444)
+        bound_s = manifest.clock_bound_ms / 1000
+        deadline_s = bound_s * len(group.ids) + max(bound_s, BATCH_MARGIN_S)
         nonce = secrets.token_hex(16)
-        env = self._env(prepared, nonce, with_targets=bool(targets))
-        env["PATCHGATE_REPORT_BATCH"] = f"{RUN}/{BATCH_NAME}"
-        spec = ContainerSpec(
-            argv=with_reporter(argv),
-            mounts=(
-                *self._python_mounts(prepared),
-                Mount(str(prepared.workspace_dir), WORKSPACE),
-                Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{inp.fixture_root}"),
-                Mount(str(prepared.reporter_dir), REPORTER),
-                Mount(str(run_dir), RUN),
-            ),
-            env=env,
-            workdir=WORKSPACE,
+        spec = self._spec(
+            prepared,
+            paths,
+            argv,
+            nonce,
+            batch=True,
+            deadline_s=deadline_s,
             labels={
-                **self.labels,
-                "patchgate.request": inp.request_id[:128],
                 "patchgate.property": f"batch:{group.ids[0]}"[:128],
                 "patchgate.properties": str(len(group.ids)),
                 "patchgate.run": str(r),
             },
             output=capture,
         )
-        bound_s = manifest.clock_bound_ms / 1000
-        deadline_s = bound_s * len(group.ids) + max(bound_s, BATCH_MARGIN_S)
-        channel = self.channels(run_dir, nonce)
+        channel = self.channels(paths.run_dir, nonce, judged=inp.judge == "on")
         try:
             emit(Progress("", r, "start", f"batch of {len(group.ids)}: {group.ids[0]}, ..."))
             done = run_container(
@@ -538,34 +547,21 @@ class Executor:
     ) -> tuple[RunOutcome | TransportRecord, dict[str, int]]:
         if self.observed_digest(prepared) != prepared.statement.digest:
             raise SandboxError("internal", "fixture bytes changed before this run; not run")
-        run_dir = prepared.req_dir / "runs" / f"{index}-{run_index}"
-        run_dir.mkdir(parents=True, mode=0o755)
-        run_dir.chmod(0o755)  # the sandbox user reaches the socket; the request dir stays 0700
-        inp, manifest = prepared.inp, prepared.statement.manifest
-        targets = [(t.path, t.first_line, t.last_line, t.name) for t in inp.targets]
-        if targets:
-            write_targets(run_dir, targets)
+        manifest = prepared.statement.manifest
+        paths = self._run_paths(prepared, f"{index}-{run_index}")
+        run_dir = paths.run_dir
         nonce = secrets.token_hex(16)
-        spec = ContainerSpec(
-            argv=with_reporter(prop.command),
-            mounts=(
-                *self._python_mounts(prepared),
-                Mount(str(prepared.workspace_dir), WORKSPACE),
-                Mount(str(prepared.fixture_dir), f"{WORKSPACE}/{inp.fixture_root}"),
-                Mount(str(prepared.reporter_dir), REPORTER),
-                Mount(str(run_dir), RUN),
-            ),
-            env=self._env(prepared, nonce, with_targets=bool(targets)),
-            workdir=WORKSPACE,
-            labels={
-                **self.labels,
-                "patchgate.request": inp.request_id[:128],
-                "patchgate.property": prop.id,
-                "patchgate.run": str(run_index),
-            },
+        spec = self._spec(
+            prepared,
+            paths,
+            prop.command,
+            nonce,
+            batch=False,
+            deadline_s=manifest.clock_bound_ms / 1000,
+            labels={"patchgate.property": prop.id, "patchgate.run": str(run_index)},
             output=capture,
         )
-        channel = self.channels(run_dir, nonce)
+        channel = self.channels(run_dir, nonce, judged=prepared.inp.judge == "on")
         try:
             emit(Progress(prop.id, run_index, "start"))
             done = run_container(
@@ -595,7 +591,11 @@ class Executor:
         else:
             node_args = node_arguments(prop.command, manifest.allowed_commands)
             status, failure, executed = property_outcome(
-                records, node_args, done.exit_code, PLUGIN_PATH
+                records,
+                node_args,
+                done.exit_code,
+                PLUGIN_PATH,
+                bound_text=f"clock bound {manifest.clock_bound_ms} ms exceeded",
             )
             outcome = RunOutcome.make(
                 prop.id,
@@ -621,32 +621,84 @@ class Executor:
             return self.host_mounts
         return sandbox_mounts(self.bare, prepared.environment_dir)
 
-    def _env(self, prepared: Prepared, nonce: str, *, with_targets: bool) -> dict[str, str]:
-        """The whole environment of a sandbox: nothing from the daemon's own."""
-        seed = prepared.statement.manifest.seed
+    def _layout(self, prepared: Prepared) -> SandboxLayout:
+        """The fixed part of this request's sandboxes: with a signed environment, the base
+        interpreter and the environment tree instead of the executor's venv, the environment
+        and the source roots on the judge's path, the environment on the subject's."""
         roots = prepared.source_roots
-        path_dirs = self.path_dirs if roots is None else self.bare.path_dirs
-        env = {
-            "PATH": ":".join([*path_dirs, *self.base_path]),
-            "HOME": "/tmp",  # noqa: S108 - the sandbox's tmpfs
-            "TMPDIR": "/tmp",  # noqa: S108
-            "LANG": "C.UTF-8",
-            "PATCHGATE_SEED": str(seed),
-            "PYTHONHASHSEED": str(seed % (1 << 32)),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": REPORTER if roots is None else python_path(REPORTER, WORKSPACE, roots),
-            "PATCHGATE_REPORT_NONCE": nonce,
-            "PATCHGATE_REPORT_SOCKET": f"{RUN}/{SOCKET_NAME}",
-        }
-        if with_targets:
-            env["PATCHGATE_REPORT_TARGETS"] = f"{RUN}/{TARGETS_NAME}"
-        return env
+        if roots is None:
+            return self.layout
+        return dataclasses.replace(
+            self.layout,
+            host_mounts=self._python_mounts(prepared),
+            path_dirs=self.bare.path_dirs,
+            python_path=tuple(python_path("", WORKSPACE, roots).split(":")[1:]),
+            subject_path=(ENV,),
+        )
+
+    def _run_paths(self, prepared: Prepared, name: str) -> RunPaths:
+        """The run's directories (see ``_run_dir``), with the targets file in place."""
+        inp = prepared.inp
+        judge = inp.judge == "on"
+        run_dir = prepared.req_dir / "runs" / name
+        _run_dir(run_dir, mode=run_dir_mode() if judge else 0o755)
+        info = run_dir.with_name(name + "-info") if judge else None
+        if info is not None:
+            _run_dir(info, mode=0o755)
+        paths = RunPaths(
+            workspace=prepared.workspace_dir,
+            fixtures=prepared.fixture_dir,
+            fixture_root=inp.fixture_root,
+            inside=prepared.inside_dir,
+            run_dir=run_dir,
+            info_dir=info,
+        )
+        targets = [(t.path, t.first_line, t.last_line, t.name) for t in inp.targets]
+        if targets:
+            write_targets(paths.readable, targets)
+        return paths
+
+    def _spec(
+        self,
+        prepared: Prepared,
+        paths: RunPaths,
+        argv: tuple[str, ...],
+        nonce: str,
+        *,
+        batch: bool,
+        deadline_s: float,
+        labels: dict[str, str],
+        output: OutputCapture,
+    ) -> ContainerSpec:
+        inp, manifest = prepared.inp, prepared.statement.manifest
+        judge = None
+        if inp.judge == "on":
+            judge = JudgeRun(
+                source_roots=inp.source_roots,
+                production=inp.production,
+                bound_ms=manifest.clock_bound_ms,
+                # the supervisor ends the run first; the container's deadline is the backstop
+                deadline_ms=max(1000, int(deadline_s * 1000) - SUPERVISOR_MARGIN_MS),
+            )
+        return self._layout(prepared).spec(
+            judge=judge,
+            argv=argv,
+            paths=paths,
+            seed=manifest.seed,
+            nonce=nonce,
+            with_targets=bool(inp.targets),
+            batch=batch,
+            labels={**self.labels, "patchgate.request": inp.request_id[:128], **labels},
+            output=output,
+        )
 
 
-def with_reporter(argv: tuple[str, ...]) -> tuple[str, ...]:
-    """The signed argv with ``-p patchgate_reporter`` (before a ``--``, if the argv has one)."""
-    cut = argv.index("--") if "--" in argv else len(argv)
-    return (*argv[:cut], "-p", MODULE, *argv[cut:])
+def _run_dir(run_dir: Path, *, mode: int) -> None:
+    """A run's directory: 0755 for the sandbox user (judge off: the socket, targets, batch);
+    judge on, the socket's is the supervisor's alone (``run_dir_mode``) and a second one holds
+    what judge and subject read; the request directory stays 0700."""
+    run_dir.mkdir(parents=True, mode=mode)
+    run_dir.chmod(mode)
 
 
 def _slug(text: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 from executord.errors import SandboxError
 from executord.runs.executor import PLUGIN_PATH
 from executord.runs.records import RecordLog
+from executord.runs.sandboxspec import RUN, SUPERVISOR_CONFIG
 from executord.sandbox.container import ContainerSpec, SandboxPolicy
 
 __all__ = ["FakeChannel", "FakeRun", "FakeRuntime", "reporter_lines"]
@@ -32,8 +33,10 @@ def reporter_lines(
     exitstatus: int | None,
     *,
     plugin: str = PLUGIN_PATH,
+    judged: tuple[dict[str, Any], ...] | None = None,
 ) -> list[bytes]:
-    """The lines the real reporter sends: start, one item per (nodeid, outcome, failure), finish."""
+    """The lines the real reporter sends: start, one item per (nodeid, outcome, failure), finish;
+    ``judged``: the supervisor's records after them (judge on)."""
     recs: list[dict[str, Any]] = [{"kind": "start", "plugin": plugin, "pid": 1}]
     recs += [
         {"kind": "item", "nodeid": n, "outcome": o, "duration_ms": 1, "failure": f, "executed": []}
@@ -41,6 +44,7 @@ def reporter_lines(
     ]
     if exitstatus is not None:
         recs.append({"kind": "finish", "exitstatus": exitstatus})
+    recs += judged or ()
     return [
         json.dumps({"v": 1, "nonce": nonce, "seq": i, **r}).encode() for i, r in enumerate(recs)
     ]
@@ -61,6 +65,8 @@ class FakeRun:
     fail_on: str = ""  # "create" / "start" / "wait"
     fail_kind: str = "internal"
     killed_externally: bool = False  # someone ran ``docker kill`` on it: exit 137, kill logged
+    # judge on: the supervisor's records after the reporter's (None: the judge exited, as told)
+    supervisor: tuple[dict[str, Any], ...] | None = None
 
 
 @dataclass
@@ -137,16 +143,27 @@ class FakeRuntime:
         if run.lines is not None:
             return run.lines(nonce)
         items = run.items
+        argv = spec.argv
+        if spec.judge:  # the judge's argv is in the supervisor's config beside the socket
+            run_dir = next(m.source for m in spec.mounts if m.target == RUN)
+            config = json.loads((Path(run_dir) / SUPERVISOR_CONFIG).read_text(encoding="utf-8"))
+            argv = tuple(config["judge"]["argv"])
         if items is None:
-            args = [a for a in spec.argv if "::" in a and not a.startswith("-")]
+            args = [a for a in argv if "::" in a and not a.startswith("-")]
             items = tuple((a, "pass", "") for a in args)
         status = run.exit_code if run.exitstatus == "exit" else run.exitstatus
-        return reporter_lines(nonce, items, status if isinstance(status, int) else None)
+        judged = None
+        if spec.judge:
+            judged = run.supervisor
+            if judged is None:
+                judged = ({"kind": "judge", "event": "exit", "returncode": run.exit_code},)
+        code = status if isinstance(status, int) else None
+        return reporter_lines(nonce, items, code, judged=judged)
 
-    def channel(self, directory: Path, nonce: str) -> FakeChannel:
+    def channel(self, directory: Path, nonce: str, *, judged: bool = False) -> FakeChannel:
         """The executor's channel factory in unit tests: the records ``start`` played."""
         assert directory.is_dir()  # noqa: S101 - the executor made the run's directory
-        return FakeChannel(self._lines, nonce)
+        return FakeChannel(self._lines, nonce, judged)
 
     def wait(self, cid: str, timeout_s: float) -> int | None:
         self._check()
@@ -191,10 +208,11 @@ class FakeChannel:
 
     played: dict[str, list[bytes]]
     nonce: str
+    judged: bool = False
     closed: bool = False
 
     def finish(self, grace_s: float) -> RecordLog:
-        log = RecordLog(nonce=self.nonce)
+        log = RecordLog(nonce=self.nonce, judged=self.judged)
         for line in self.played.pop(self.nonce, []):
             log.feed(line)
         return log

@@ -21,6 +21,7 @@ batch's outcome and which are re-run alone (docs/executor.md, "Batched runs").
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -53,6 +54,10 @@ MISSING = "missing from the test report: "
 _MAX_PROBLEMS = 4
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip", "exceeded_bound"})
+_FAILURE_KINDS = frozenset({"", "predicate", "subject", "judge_error"})
+_SUPERVISOR_KINDS = frozenset({"executed", "subject", "judge"})  # may follow the judge's finish
+_SUBJECT_EVENTS = frozenset({"exit", "crash", "hang", "lost", "garbage"})
+_JUDGE_EVENTS = frozenset({"exit", "crash", "hang"})
 _PYTEST_OK, _PYTEST_FAILED = 0, 1
 
 
@@ -66,6 +71,7 @@ class ItemRecord:
     failure: str
     executed: tuple[str, ...]
     tree: str = ""  # sha256 hex of the test's output area when it ended ("" when not measured)
+    failure_kind: str = ""  # judge on: "predicate", "subject", "judge_error" ("" pass or skip)
 
 
 @dataclass
@@ -73,6 +79,7 @@ class RecordLog:
     """Everything one run's reporter sent, checked line by line as it arrives."""
 
     nonce: str
+    judged: bool = False  # judge on: the supervisor relays, and adds its own records
     plugin: str = ""
     started: bool = False
     exitstatus: int | None = None
@@ -80,6 +87,51 @@ class RecordLog:
     collect_errors: list[tuple[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     count: int = 0
+    import_executed: set[str] = field(default_factory=set)  # the subject's, while importing
+    test_executed: dict[str, set[str]] = field(default_factory=dict)  # the subject's, per test
+    subject_events: dict[str, tuple[str, str]] = field(default_factory=dict)  # nodeid: (event, why)
+    judge_end: tuple[str, int | None] | None = None  # the supervisor's word on how the judge ended
+    hung: bool = False  # the supervisor ended the judge at the run's deadline
+    judge_problem: str = ""  # judge on: the judge did not end by its own exit (or no word of it)
+    reported: frozenset[str] | None = None  # judge on: the judge's own item outcomes (exit rule)
+
+    def resolved(self) -> RecordLog:
+        """The log as the outcome rule reads it. Judge off: itself. Judge on: each item also
+        counts what the subject reported executing for it and at import; an item during which the
+        subject ended is ``error`` (``exceeded_bound`` when it hung), whatever the judge said; and
+        a run without the supervisor's word that the judge exited has a problem."""
+        if not self.judged:
+            return self
+        items = {}
+        for nodeid, item in self.items.items():
+            ran = {*item.executed, *self.import_executed, *self.test_executed.get(nodeid, ())}
+            outcome, failure = item.outcome, item.failure
+            event = self.subject_events.get(nodeid)
+            if event is not None:
+                outcome = "exceeded_bound" if event[0] == "hang" else "error"
+                failure = event[1]
+            items[nodeid] = dataclasses.replace(
+                item, outcome=outcome, failure=failure, executed=tuple(sorted(ran))
+            )
+        out = dataclasses.replace(
+            self,
+            items=items,
+            problems=list(self.problems),
+            judged=False,
+            reported=frozenset(i.outcome for i in self.items.values()),
+        )
+        if self.judge_end is None:
+            out.judge_problem = "no word from the supervisor on how the judge ended"
+        elif self.judge_end[0] == "hang":
+            out.hung = True
+        elif self.judge_end[0] != "exit":
+            out.judge_problem = f"the judge ended by {self.judge_end[0]}"
+        elif self.exitstatus is not None and self.judge_end[1] != self.exitstatus:
+            out.judge_problem = (
+                f"the judge's exit status {self.judge_end[1]} disagrees with its reporter's "
+                f"{self.exitstatus}"
+            )
+        return out
 
     def problem(self, reason: str) -> None:
         """Note a problem with the channel (kept once, at most a few)."""
@@ -112,7 +164,9 @@ class RecordLog:
         if rec.get("seq") != self.count - 1:
             self.problem("report records out of sequence")
             return
-        if self.exitstatus is not None:
+        if self.exitstatus is not None and not (
+            self.judged and rec.get("kind") in _SUPERVISOR_KINDS and self.judge_end is None
+        ):
             self.problem("a report record after the final one")
             return
         try:
@@ -137,8 +191,46 @@ class RecordLog:
             if type(status) is not int:
                 raise TypeError("exitstatus")
             self.exitstatus = status
+        elif self.judged and kind in _SUPERVISOR_KINDS:
+            self._supervisor(kind, rec)
         else:
             raise ValueError(kind)
+
+    def _supervisor(self, kind: str, rec: dict[str, Any]) -> None:
+        """A record the supervisor added (judge on; ``executord/inside/wire.py``)."""
+        if kind == "executed":
+            names = rec["targets"]
+            if not isinstance(names, list):
+                raise TypeError("targets")
+            found = {_text(n, MAX_NODEID_CHARS) for n in names}
+            if rec["phase"] == "import":
+                self.import_executed |= found
+            elif rec["phase"] == "test":
+                self.test_executed.setdefault(_text(rec["nodeid"], MAX_NODEID_CHARS), set()).update(
+                    found
+                )
+            else:
+                raise ValueError("phase")
+        elif kind == "subject":
+            event, nodeid = str(rec["event"]), _text(rec["nodeid"], MAX_NODEID_CHARS)
+            if event not in _SUBJECT_EVENTS:
+                raise ValueError(event)
+            code = rec.get("returncode")
+            if event == "exit" and code == 0 and not nodeid:
+                return  # the subject's own end after the judge's goodbye
+            why = f"the subject {_SUBJECT_WORDS[event]}" + (f" (status {code})" if code else "")
+            detail = rec.get("detail")
+            if isinstance(detail, str) and detail:
+                why += ": " + detail[:MAX_FAILURE_CHARS]
+            if nodeid:
+                self.subject_events.setdefault(nodeid, (event, why))
+            else:
+                self.problem(why + " outside any test")
+        else:
+            event, code = str(rec["event"]), rec.get("returncode")
+            if event not in _JUDGE_EVENTS or not (code is None or type(code) is int):
+                raise ValueError(event)
+            self.judge_end = (event, code)
 
     def _item(self, rec: dict[str, Any]) -> None:
         executed = rec["executed"]
@@ -147,19 +239,35 @@ class RecordLog:
         tree = rec.get("tree", "")
         if not isinstance(tree, str) or (tree and not _HEX64.fullmatch(tree)):
             raise TypeError("tree")
+        kind = rec.get("failure_kind", "")
+        if kind not in _FAILURE_KINDS:
+            raise ValueError("failure_kind")
+        outcome = str(rec["outcome"])
+        if kind == "subject" and outcome == "fail":
+            outcome = "error"  # an exception of the subject's is never the predicate failing
         item = ItemRecord(
             nodeid=_text(rec["nodeid"], MAX_NODEID_CHARS),
-            outcome=str(rec["outcome"]),
+            outcome=outcome,
             duration_ms=int(rec["duration_ms"]),
             failure=_text(rec["failure"], MAX_FAILURE_CHARS),
             executed=tuple(sorted({_text(e, MAX_NODEID_CHARS) for e in executed})),
             tree=tree,
+            failure_kind=str(kind),
         )
         if item.outcome not in _ITEM_OUTCOMES:
             raise ValueError(item.outcome)
         first = self.items.setdefault(item.nodeid, item)
         if first.outcome != item.outcome:
             self.problem(f"record taken back for {item.nodeid}")
+
+
+_SUBJECT_WORDS = {
+    "exit": "exited",
+    "crash": "crashed",
+    "hang": "did not answer within the clock bound",
+    "lost": "was lost (its link broke)",
+    "garbage": "wrote something other than its report on its report pipe",
+}
 
 
 def _text(value: object, limit: int) -> str:
@@ -189,7 +297,9 @@ def _items_of(log: RecordLog, node_args: Sequence[str]) -> tuple[dict[str, ItemR
 def _wanted_exit(log: RecordLog) -> frozenset[int]:
     """The exit statuses pytest gives the whole run's items: 1 when one failed or errored, else 0
     (either, when an item past its bound swallowed the alarm and pytest saw it pass)."""
-    outcomes = {i.outcome for i in log.items.values()}
+    outcomes = log.reported
+    if outcomes is None:
+        outcomes = frozenset(i.outcome for i in log.items.values())
     if outcomes & {"fail", "error"}:
         return frozenset({_PYTEST_FAILED})
     if "exceeded_bound" in outcomes:
@@ -209,6 +319,9 @@ def property_outcome(
     The run may hold other properties (a batch): the exit status is checked against every item
     of the run, and an item past its bound makes the property ``exceeded_bound`` (``bound_text``).
     """
+    log = log.resolved()
+    if log.hung:
+        return "exceeded_bound", bound_text or "the run's deadline passed", ()
     if log.problems:
         return "error", "report channel: " + "; ".join(log.problems), ()
     if not log.started:
@@ -219,6 +332,8 @@ def property_outcome(
         )
     if log.plugin != plugin:
         return "error", "the report came from another module than the executor's reporter", ()
+    if log.judge_problem:
+        return "error", log.judge_problem, ()
     items, missing = _items_of(log, node_args)
     if missing:
         why = [f"{n}: {t}" for n, t in log.collect_errors]
@@ -275,6 +390,9 @@ def batch_outcomes(
     whole (fail, error, exceeded_bound: a crash cannot turn them into a pass); every property that
     had not reported, or had reported a pass (a pass needs the clean end), runs alone.
     """
+    log = log.resolved()
+    if log.hung and not ended:
+        ended = "past its deadline (ended by the supervisor)"
     out: dict[str, BatchVerdict] = {}
     clean = (
         not ended
@@ -283,9 +401,12 @@ def batch_outcomes(
         and log.plugin == plugin
         and log.exitstatus is not None
         and exit_code == log.exitstatus
+        and not log.judge_problem
     )
     if log.problems:
         why = "report channel problem in its batch: " + "; ".join(log.problems)
+    elif log.judge_problem:
+        why = f"in its batch, {log.judge_problem}"
     elif ended:
         why = f"its batch was {ended}"
     elif not log.started or log.plugin != plugin:

@@ -51,3 +51,6 @@ class ExecuteInput:
     isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run
     #: The suite's environment tree (empty: the signed manifest names none; the executor's own).
     environment: tuple[TreeItem, ...] = ()
+    judge: str = "on"  # "on": supervisor, judge and subject apart; "off": one process (DESIGN §6.7)
+    source_roots: tuple[str, ...] = (".",)  # where the production modules live (DESIGN §3)
+    production: tuple[str, ...] = ()  # top-level production module names (judge on: proxied)

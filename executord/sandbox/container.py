@@ -24,6 +24,8 @@ from executord.sandbox.output import OutputCapture, OutputPump
 from patchgate.v1 import executor_pb2
 
 __all__ = [
+    "JUDGE_HOME",
+    "SUBJECT_HOME",
     "ContainerExit",
     "ContainerRuntime",
     "ContainerSpec",
@@ -37,6 +39,9 @@ __all__ = [
 log = structlog.get_logger("executord.sandbox.container")
 _WAIT_SLICE_S = 2.0
 _SIGKILL_EXIT = 137  # 128 + SIGKILL: how a container killed through the engine exits
+JUDGE_HOME = "/patchgate/judge"  # the judge's own tmpfs (HOME, TMPDIR), judge on
+SUBJECT_HOME = "/patchgate/subject"  # the subject's own tmpfs (HOME, TMPDIR), judge on
+_TMP = "/tmp"  # noqa: S108 - the sandbox's own tmpfs
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,31 @@ class SandboxPolicy:
     memory_bytes: int = 512 << 20
     nano_cpus: int = 1_000_000_000
     tmpfs_bytes: int = 64 << 20
+    # The judge apart (DESIGN §6.7, §9): the container starts as its uid 0 holding only these,
+    # for the supervisor (PID 1), which runs judge and subject as two distinct non-root uids.
+    supervisor_user: str = "0:0"
+    cap_add: tuple[str, ...] = ("SETUID", "SETGID", "KILL")
+    judge_uid: int = 10001
+    subject_uid: int = 10002
+    shared_gid: int = 10003
+
+    def __post_init__(self) -> None:
+        ids = {self.judge_uid, self.subject_uid, self.shared_gid}
+        if 0 in ids or len(ids) != len((self.judge_uid, self.subject_uid, self.shared_gid)):
+            raise ValueError("judge uid, subject uid and shared gid: distinct and non-zero")
+
+    def tmpfs(self, *, judge: bool) -> dict[str, str]:
+        """Every tmpfs of a sandbox: ``/tmp`` alone (judge off, the sandbox user's 1777 tmpfs),
+        or the judge's and the subject's own (``uid=``, ``mode=0700``) beside a ``/tmp`` the two
+        share only through their common group (per-test directories, ``tmp_path``)."""
+        base = f"rw,noexec,nosuid,nodev,size={self.tmpfs_bytes}"
+        if not judge:
+            return {_TMP: base}
+        return {
+            JUDGE_HOME: f"{base},uid={self.judge_uid},gid={self.judge_uid},mode=0700",
+            SUBJECT_HOME: f"{base},uid={self.subject_uid},gid={self.subject_uid},mode=0700",
+            _TMP: f"{base},uid=0,gid={self.shared_gid},mode=1770",
+        }
 
     @property
     def memswap_bytes(self) -> int:
@@ -74,22 +104,32 @@ class SandboxPolicy:
         """Options of the size-capped ``/tmp`` tmpfs."""
         return f"rw,noexec,nosuid,nodev,size={self.tmpfs_bytes}"
 
-    def to_proto(self, clock_bound_ms: int) -> executor_pb2.SandboxSettings:
+    def to_proto(self, clock_bound_ms: int, *, judge: bool = False) -> executor_pb2.SandboxSettings:
         """The settings actually used, for the report."""
+        extra: dict[str, object] = {}
+        if judge:
+            extra = {
+                "cap_add": list(self.cap_add),
+                "judge_user": f"{self.judge_uid}:{self.judge_uid}",
+                "subject_user": f"{self.subject_uid}:{self.subject_uid}",
+                "shared_gid": self.shared_gid,
+            }
         return executor_pb2.SandboxSettings(
             image=self.image,
             runtime=self.runtime,
             network_mode=self.network_mode,
             read_only_rootfs=self.read_only_rootfs,
-            user=self.user,
+            user=self.supervisor_user if judge else self.user,
             cap_drop=list(self.cap_drop),
             security_opt=list(self.security_opt),
             pids_limit=self.pids_limit,
             memory_bytes=self.memory_bytes,
             memswap_bytes=self.memswap_bytes,
             nano_cpus=self.nano_cpus,
-            tmpfs_tmp=self.tmpfs_options,
+            tmpfs_tmp=self.tmpfs(judge=judge)[_TMP],
             clock_bound_ms=clock_bound_ms,
+            tmpfs=[f"{k}:{v}" for k, v in sorted(self.tmpfs(judge=judge).items())],
+            **extra,  # type: ignore[arg-type]
         )
 
 
@@ -103,6 +143,7 @@ class ContainerSpec:
     workdir: str
     labels: Mapping[str, str] = field(default_factory=dict)
     output: OutputCapture | None = field(default=None, compare=False)  # stdout/stderr tails
+    judge: bool = False  # the judge apart: supervisor as uid 0 with ``policy.cap_add``, role tmpfs
 
 
 @dataclass(frozen=True)
@@ -303,8 +344,9 @@ class DockerRuntime:
             ],
             network_mode=policy.network_mode,
             read_only=policy.read_only_rootfs,
-            tmpfs={"/tmp": policy.tmpfs_options},  # noqa: S108 - the sandbox's own /tmp
+            tmpfs=policy.tmpfs(judge=spec.judge),
             cap_drop=list(policy.cap_drop),
+            cap_add=list(policy.cap_add) if spec.judge else None,
             security_opt=list(policy.security_opt),
             pids_limit=policy.pids_limit,
             mem_limit=policy.memory_bytes,
@@ -318,7 +360,7 @@ class DockerRuntime:
             created = self._api.create_container(
                 policy.image,
                 command=list(spec.argv),
-                user=policy.user,
+                user=policy.supervisor_user if spec.judge else policy.user,
                 environment=dict(spec.env),
                 working_dir=spec.workdir,
                 labels=dict(spec.labels),

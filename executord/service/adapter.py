@@ -259,6 +259,9 @@ def _to_input(request: executor_pb2.ExecuteRequest) -> ExecuteInput:
         environment=tuple(
             TreeItem(path=e.path, digest=e.digest, size=e.size) for e in request.environment
         ),
+        judge=request.judge or "on",
+        source_roots=tuple(request.source_roots) or (".",),
+        production=tuple(request.production),
         targets=tuple(
             CodeTarget(path=t.path, first_line=t.first_line, last_line=t.last_line, name=t.name)
             for t in request.targets

@@ -53,7 +53,7 @@ class TreeEntry(_message.Message):
     def __init__(self, path: _Optional[str] = ..., digest: _Optional[str] = ..., size: _Optional[int] = ..., executable: _Optional[bool] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "fixture_envelope", "workspace", "fixture_root", "properties", "runs", "targets", "isolation", "environment")
+    __slots__ = ("request_id", "fixture_envelope", "workspace", "fixture_root", "properties", "runs", "targets", "isolation", "environment", "judge", "source_roots", "production")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     FIXTURE_ENVELOPE_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
@@ -63,6 +63,9 @@ class ExecuteRequest(_message.Message):
     TARGETS_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
     ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
+    JUDGE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_ROOTS_FIELD_NUMBER: _ClassVar[int]
+    PRODUCTION_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     fixture_envelope: _common_pb2.Envelope
     workspace: _containers.RepeatedCompositeFieldContainer[TreeEntry]
@@ -72,7 +75,10 @@ class ExecuteRequest(_message.Message):
     targets: _containers.RepeatedCompositeFieldContainer[CodeTarget]
     isolation: str
     environment: _containers.RepeatedCompositeFieldContainer[TreeEntry]
-    def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[CodeTarget, _Mapping]]] = ..., isolation: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ...) -> None: ...
+    judge: str
+    source_roots: _containers.RepeatedScalarFieldContainer[str]
+    production: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[CodeTarget, _Mapping]]] = ..., isolation: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., judge: _Optional[str] = ..., source_roots: _Optional[_Iterable[str]] = ..., production: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CodeTarget(_message.Message):
     __slots__ = ("path", "first_line", "last_line", "name")
@@ -113,7 +119,7 @@ class PhaseTimings(_message.Message):
     def __init__(self, upload_ms: _Optional[int] = ..., materialize_ms: _Optional[int] = ..., container_start_ms: _Optional[int] = ..., run_ms: _Optional[int] = ..., collect_ms: _Optional[int] = ...) -> None: ...
 
 class SandboxSettings(_message.Message):
-    __slots__ = ("image", "runtime", "network_mode", "read_only_rootfs", "user", "cap_drop", "security_opt", "pids_limit", "memory_bytes", "memswap_bytes", "nano_cpus", "tmpfs_tmp", "clock_bound_ms")
+    __slots__ = ("image", "runtime", "network_mode", "read_only_rootfs", "user", "cap_drop", "security_opt", "pids_limit", "memory_bytes", "memswap_bytes", "nano_cpus", "tmpfs_tmp", "clock_bound_ms", "cap_add", "judge_user", "subject_user", "shared_gid", "tmpfs")
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
     NETWORK_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -127,6 +133,11 @@ class SandboxSettings(_message.Message):
     NANO_CPUS_FIELD_NUMBER: _ClassVar[int]
     TMPFS_TMP_FIELD_NUMBER: _ClassVar[int]
     CLOCK_BOUND_MS_FIELD_NUMBER: _ClassVar[int]
+    CAP_ADD_FIELD_NUMBER: _ClassVar[int]
+    JUDGE_USER_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_USER_FIELD_NUMBER: _ClassVar[int]
+    SHARED_GID_FIELD_NUMBER: _ClassVar[int]
+    TMPFS_FIELD_NUMBER: _ClassVar[int]
     image: str
     runtime: str
     network_mode: str
@@ -140,10 +151,15 @@ class SandboxSettings(_message.Message):
     nano_cpus: int
     tmpfs_tmp: str
     clock_bound_ms: int
-    def __init__(self, image: _Optional[str] = ..., runtime: _Optional[str] = ..., network_mode: _Optional[str] = ..., read_only_rootfs: _Optional[bool] = ..., user: _Optional[str] = ..., cap_drop: _Optional[_Iterable[str]] = ..., security_opt: _Optional[_Iterable[str]] = ..., pids_limit: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., memswap_bytes: _Optional[int] = ..., nano_cpus: _Optional[int] = ..., tmpfs_tmp: _Optional[str] = ..., clock_bound_ms: _Optional[int] = ...) -> None: ...
+    cap_add: _containers.RepeatedScalarFieldContainer[str]
+    judge_user: str
+    subject_user: str
+    shared_gid: int
+    tmpfs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, image: _Optional[str] = ..., runtime: _Optional[str] = ..., network_mode: _Optional[str] = ..., read_only_rootfs: _Optional[bool] = ..., user: _Optional[str] = ..., cap_drop: _Optional[_Iterable[str]] = ..., security_opt: _Optional[_Iterable[str]] = ..., pids_limit: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., memswap_bytes: _Optional[int] = ..., nano_cpus: _Optional[int] = ..., tmpfs_tmp: _Optional[str] = ..., clock_bound_ms: _Optional[int] = ..., cap_add: _Optional[_Iterable[str]] = ..., judge_user: _Optional[str] = ..., subject_user: _Optional[str] = ..., shared_gid: _Optional[int] = ..., tmpfs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ExecutionReport(_message.Message):
-    __slots__ = ("request_id", "executor_keyid", "observed_fixture_digest", "pin_id", "outcomes", "transport", "timings", "sandbox", "started_at", "finished_at", "logs", "isolation", "alone", "environment")
+    __slots__ = ("request_id", "executor_keyid", "observed_fixture_digest", "pin_id", "outcomes", "transport", "timings", "sandbox", "started_at", "finished_at", "logs", "isolation", "alone", "environment", "judge")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_KEYID_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_FIXTURE_DIGEST_FIELD_NUMBER: _ClassVar[int]
@@ -158,6 +174,7 @@ class ExecutionReport(_message.Message):
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
     ALONE_FIELD_NUMBER: _ClassVar[int]
     ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
+    JUDGE_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     executor_keyid: str
     observed_fixture_digest: str
@@ -172,7 +189,8 @@ class ExecutionReport(_message.Message):
     isolation: str
     alone: _containers.RepeatedCompositeFieldContainer[AloneRun]
     environment: str
-    def __init__(self, request_id: _Optional[str] = ..., executor_keyid: _Optional[str] = ..., observed_fixture_digest: _Optional[str] = ..., pin_id: _Optional[str] = ..., outcomes: _Optional[_Iterable[_Union[_common_pb2.RunOutcome, _Mapping]]] = ..., transport: _Optional[_Iterable[_Union[_common_pb2.TransportRecord, _Mapping]]] = ..., timings: _Optional[_Union[PhaseTimings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ..., logs: _Optional[_Iterable[_Union[RunLog, _Mapping]]] = ..., isolation: _Optional[str] = ..., alone: _Optional[_Iterable[_Union[AloneRun, _Mapping]]] = ..., environment: _Optional[str] = ...) -> None: ...
+    judge: str
+    def __init__(self, request_id: _Optional[str] = ..., executor_keyid: _Optional[str] = ..., observed_fixture_digest: _Optional[str] = ..., pin_id: _Optional[str] = ..., outcomes: _Optional[_Iterable[_Union[_common_pb2.RunOutcome, _Mapping]]] = ..., transport: _Optional[_Iterable[_Union[_common_pb2.TransportRecord, _Mapping]]] = ..., timings: _Optional[_Union[PhaseTimings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ..., logs: _Optional[_Iterable[_Union[RunLog, _Mapping]]] = ..., isolation: _Optional[str] = ..., alone: _Optional[_Iterable[_Union[AloneRun, _Mapping]]] = ..., environment: _Optional[str] = ..., judge: _Optional[str] = ...) -> None: ...
 
 class AloneRun(_message.Message):
     __slots__ = ("property_id", "run_index", "reason")

@@ -146,8 +146,13 @@ def test_an_in_process_forger_of_the_reporter_is_not_admitted(
     gate: Gate, billing_repo: BillingRepo, tmp_path: Path
 ) -> None:
     """The limit of the reporter (docs/security.md) is closed by the evidence rule: a forged report
-    names no executed code (and would make every mutant "pass" too), so nothing credits."""
-    run = gate.check(billing_repo, _forging_patch(billing_repo, IN_PROCESS_FORGER, tmp_path / "p"))
+    names no executed code (and would make every mutant "pass" too), so nothing credits.
+
+    --judge off: the forger needs the reporter in its own process, which only the single-process
+    run gives it (under the judge it finds none and the regression is a plain property miss:
+    tests/integration/test_judge_attacks.py); what this test holds is the evidence rule there."""
+    patch = _forging_patch(billing_repo, IN_PROCESS_FORGER, tmp_path / "p")
+    run = gate.check(billing_repo, patch, judge="off")
     assert run.code == 1, run.stdout + run.stderr
     assert run.receipt["admit"] is False
     assert "R1" in run.receipt["rejection_codes"]

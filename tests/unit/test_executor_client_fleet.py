@@ -32,9 +32,10 @@ class _Fleet(ExecutorClient):
         return executor_pb2.ExecutorInfo(executor_keyid=r.keyid, public_key_pem=r.public_key_pem())
 
 
-def _result(signer: Signer) -> executor_pb2.ExecuteResult:
+def _result(signer: Signer, judge: str = "on") -> executor_pb2.ExecuteResult:
     report = executor_pb2.ExecutionReport(
         request_id="rq",
+        judge=judge,
         executor_keyid=signer.keyid,
         observed_fixture_digest=DIGEST,
         outcomes=[
@@ -47,10 +48,10 @@ def _result(signer: Signer) -> executor_pb2.ExecuteResult:
     )
 
 
-def _verify(client: ExecutorClient, signer: Signer) -> ExecutionResult:
+def _verify(client: ExecutorClient, signer: Signer, ran: str = "on") -> ExecutionResult:
     keyring = client._result_keyring()
-    expected = ("rq", DIGEST, "executor")
-    return client._verify(_result(signer), keyring, expected, [("p", 1), ("p", 2)], 0, 0)
+    expected = ("rq", DIGEST, "executor", "on")
+    return client._verify(_result(signer, ran), keyring, expected, [("p", 1), ("p", 2)], 0, 0)
 
 
 def test_result_of_another_replica_verifies_after_meeting_it() -> None:
@@ -85,3 +86,17 @@ def test_pinned_keyring_never_learns_a_key() -> None:
     assert client.info_calls == 0
     assert got.outcomes == ()
     assert {t.kind for t in got.transport} == {"internal"}
+
+
+def test_a_report_that_ran_another_judge_mode_than_asked_is_refused() -> None:
+    """Asked for the judge, signed as run without it (an old executor ignores the field): the
+    passes are not taken (issue 20)."""
+    for ran in ("off", ""):
+        client = _Fleet([R1])
+        try:
+            got = _verify(client, R1, ran=ran)
+        finally:
+            client.close()
+        assert got.outcomes == ()
+        assert {t.kind for t in got.transport} == {"internal"}
+        assert "asked for judge on" in got.transport[0].detail

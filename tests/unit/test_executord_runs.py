@@ -191,7 +191,7 @@ def test_two_runs_in_fresh_containers_all_removed(tmp_path: Path) -> None:
 def test_sandbox_spec_follows_policy(tmp_path: Path) -> None:
     """Scrubbed env with the signed seed and the reporter's nonce; no writable bind mount."""
     rig = _rig(tmp_path)
-    _execute(rig, runs=1)
+    _execute(rig, runs=1, judge="off")
     spec = rig.runtime.created[0]
     assert spec.env["PATCHGATE_SEED"] == spec.env["PYTHONHASHSEED"] == "7"
     assert spec.env["PYTHONDONTWRITEBYTECODE"] == "1"
@@ -201,7 +201,7 @@ def test_sandbox_spec_follows_policy(tmp_path: Path) -> None:
     assert len(spec.env["PATCHGATE_REPORT_NONCE"]) == 32
     assert [m.target for m in spec.mounts if not m.read_only] == []
     targets = {m.target for m in spec.mounts}
-    assert {"/workspace", "/workspace/fixtures", "/patchgate/reporter", "/patchgate/run"} <= targets
+    assert {"/workspace", "/workspace/fixtures", "/patchgate/inside", "/patchgate/run"} <= targets
     assert spec.argv == (*OK.command, "-p", "patchgate_reporter")
     assert spec.workdir == "/workspace"
     policy = rig.runtime.policies[0]

@@ -37,9 +37,8 @@ def test_receipt_has_exactly_the_v2_fields() -> None:
         "excluded_paths", "changed_inputs", "credits", "coverage", "uncredited", "evidence",
         "fixture_status",
         "fixture_digest", "freeze_citations", "flake_observations", "predicate_hashes",
-        "rejection_codes", "transport", "lanes", "dual_pin", "override", "mutation", "admit",
-            "environment",
-        "recorded_at",
+        "rejection_codes", "transport", "lanes", "dual_pin", "override", "mutation", "judge",
+        "environment", "admit", "recorded_at",
     }  # fmt: skip
     assert body["schema"] == "patchgate/receipt/v2"
     assert (body["dual_pin"], body["override"]) == ("not_run", {})

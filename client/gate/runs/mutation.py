@@ -40,7 +40,8 @@ from typing import Any, Protocol
 
 from client.analysis.mutation.mutants import Mutant, make_mutants
 from client.gate.runs.execution import default_concurrency
-from client.gate.runs.targets import SymbolSite, executed_by
+from client.gate.runs.judging import JudgeMode
+from client.gate.runs.targets import SymbolSite, TargetedClient, executed_by
 from client.gate.settings import CheckSettings
 from client.verdict.admission import covering
 from client.verdict.credit import CreditReport, MutationResult, score
@@ -376,6 +377,7 @@ def score_with_evidence(
     patch_sha256: str,
     say: Callable[[str], None],
     untrusted: str = "",
+    judge: JudgeMode | None = None,
 ) -> tuple[CreditReport, dict[str, Any]]:
     """Score with the executed rule, then (``s.mutants`` > 0) run the mutants of every symbol
     that would earn credit and score again with what they showed. ``untrusted`` (why the patch's
@@ -408,10 +410,13 @@ def score_with_evidence(
     else:
         say(f"mutation: up to {s.mutants} mutants for each of {len(candidates)} symbol(s)")
 
+        mode = judge or JudgeMode(judge=s.judge)
+
         def connect(address: str) -> MutantClient:
-            return ExecutorClient(
+            inner = ExecutorClient(
                 address, tls=s.executor_tls, lane="local", executor_keyring=executor_keyring
             )
+            return TargetedClient(inner, (), mode)
 
         run = run_mutants(
             candidates=candidates, sites=sites, patched=patched, k=s.mutants,

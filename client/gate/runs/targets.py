@@ -26,6 +26,7 @@ from typing import Any
 
 from client.analysis.patch.roles import layout_of
 from client.analysis.patch.symbols import definitions
+from client.gate.runs.judging import JudgeMode
 from client.gate.workspace import Workspace
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
@@ -118,16 +119,20 @@ def executed_by(
 
 
 class TargetedClient:
-    """An executor client whose every ``Execute`` carries ``targets``."""
+    """An executor client whose every ``Execute`` carries ``targets`` and the judge ``mode``."""
 
-    def __init__(self, inner: ExecutorClient, targets: Sequence[Target]) -> None:
+    def __init__(
+        self, inner: ExecutorClient, targets: Sequence[Target], mode: JudgeMode | None = None
+    ) -> None:
         self.inner = inner
         self.address = inner.address
         self.targets = tuple(targets)
+        self.mode = mode or JudgeMode()
 
     def execute(self, **kwargs: Any) -> ExecutionResult:
-        """``ExecutorClient.execute`` with this client's targets."""
-        return self.inner.execute(**kwargs, targets=self.targets)
+        """``ExecutorClient.execute`` with this client's targets and judge mode."""
+        kwargs.setdefault("targets", self.targets)
+        return self.inner.execute(**kwargs, **self.mode.kwargs())
 
     def close(self) -> None:
         """Release the channel."""
@@ -135,12 +140,17 @@ class TargetedClient:
 
 
 def targeted_connect(
-    lane: str, tls: ClientTLS | None, executor_keyring: Keyring | None, targets: Sequence[Target]
+    lane: str,
+    tls: ClientTLS | None,
+    executor_keyring: Keyring | None,
+    targets: Sequence[Target],
+    mode: JudgeMode | None = None,
 ) -> Callable[[str], TargetedClient]:
-    """A lane's ``connect``: an ``ExecutorClient`` per address that sends ``targets``."""
+    """A lane's ``connect``: an ``ExecutorClient`` per address that sends ``targets`` and
+    ``mode``."""
 
     def connect(address: str) -> TargetedClient:
         inner = ExecutorClient(address, tls=tls, lane=lane, executor_keyring=executor_keyring)
-        return TargetedClient(inner, targets)
+        return TargetedClient(inner, targets, mode)
 
     return connect

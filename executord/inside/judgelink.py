@@ -1,0 +1,321 @@
+"""The judge's end of the call link: requests to the subject, answers turned into values.
+
+Standard library only; loaded by ``patchgate_judge`` by file path. ``Client`` sends the judge's
+requests (``wire.py`` documents them), serves the subject's callbacks while it waits, replays what
+the subject printed, logged and warned (so capsys, caplog and pytest.warns see it), and turns
+answers into values: plain data as itself, records as ``proxies.Record``/``RecordTuple``,
+anything else as a ``proxies.Handle``. Subject exceptions are raised as the same builtin type,
+the judge's own class of a module it already has, or a proxy class named after the production
+class (subclass relations kept), marked ``_patchgate_subject``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import logging
+import os
+import sys
+import threading
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from executord.inside import proxies, wire
+else:  # loaded by patchgate_judge before this module
+    wire = sys.modules["_patchgate_wire"]
+    proxies = sys.modules["_patchgate_proxies"]
+
+__all__ = ["Client"]
+
+MARK = "_patchgate_subject"
+
+
+class Client:
+    """Requests to the subject; re-entrant for its callbacks."""
+
+    def __init__(self, link: wire.Link, timeout_s: float, production: frozenset[str]) -> None:
+        self.link = link
+        self.timeout_s = timeout_s
+        self.production = production
+        self.dead = ""
+        self._lock = threading.RLock()
+        self.current = ""  # the test running (set by patchgate_judge), for the lost reason
+        self._interrupted = ""  # the first test whose call was interrupted before its answer
+        self._next = 1
+        self._judge_objs: dict[int, object] = {}
+        self._judge_ids: dict[int, int] = {}
+        self._released: list[int] = []
+        self._abandoned: set[int] = set()
+        self._depth = 0
+        self._answered = 0  # the last call id whose answer was read
+        self._env0 = dict(os.environ)  # the judge's environment at start: changes are mirrored
+        self._env: dict[str, Any] | None = None
+        self._cwd = ""
+        self.exc_classes: dict[tuple[str, str], type[BaseException]] = {}
+        self.enums: dict[tuple[str, str, str], proxies.Record] = {}
+
+    # -- requests ---------------------------------------------------------------------------
+    def request(self, kind: str, **fields: Any) -> Any:
+        """Send one request and wait for its answer (decoded); raises what the subject raised.
+        One request at a time: a test's threads take turns (a callback's own calls re-enter)."""
+        with self._lock:
+            return self._request(kind, fields)
+
+    def _request(self, kind: str, fields: dict[str, Any]) -> Any:
+        if self.dead:
+            raise proxies.SubjectLost(self.dead)
+        cid, self._next = self._next, self._next + 1
+        msg: dict[str, Any] = {"k": kind, "id": cid, **fields}
+        ctx = self._ctx()
+        if ctx:
+            msg["ctx"] = ctx
+        try:
+            if self._released:
+                ids, self._released = self._released, []
+                self.link.send({"k": "release", "ids": ids})
+            self.link.send(msg)
+        except wire.WireError as exc:
+            raise self._lose(str(exc)) from exc
+        self._depth += 1
+        self._answered = 0
+        try:
+            return self._wait(cid)
+        except BaseException:
+            if not self.dead and self._answered != cid:  # interrupted before its answer
+                self._abandoned.add(cid)
+                self._interrupted = self._interrupted or self.current or "a test"
+                if self._depth > 1:
+                    self.dead = "a test was interrupted inside a callback"
+            raise
+        finally:
+            self._depth -= 1
+
+    def _lose(self, why: str) -> proxies.SubjectLost:
+        if self._interrupted:
+            why += f" (after a call was interrupted in {self._interrupted})"
+        self.dead = f"{why} (lost during {self.current})" if self.current else why
+        return proxies.SubjectLost(self.dead)
+
+    def _ctx(self) -> dict[str, Any]:
+        ctx: dict[str, Any] = {}
+        now = dict(os.environ)
+        env = {
+            "set": {k: v for k, v in now.items() if self._env0.get(k) != v},
+            "unset": sorted(k for k in self._env0 if k not in now),
+        }
+        if env != self._env:
+            ctx["env"], self._env = env, env
+        with contextlib.suppress(OSError):
+            cwd = os.getcwd()
+            if cwd != self._cwd:
+                ctx["cwd"] = self._cwd = cwd
+        return ctx
+
+    def _wait(self, cid: int) -> Any:
+        failure: list[BaseException] = []
+        while True:
+            try:
+                got = self.link.receive(self.timeout_s)
+            except TimeoutError as exc:
+                raise self._lose(f"no answer within {self.timeout_s:g} s") from exc
+            except EOFError as exc:
+                raise self._lose("the subject ended") from exc
+            except wire.WireError as exc:
+                raise self._lose(f"a message the judge refuses: {exc}") from exc
+            kind, gid = got["k"], got.get("id")
+            if kind in ("ok", "raise") and gid in self._abandoned:
+                self._abandoned.discard(gid)
+                continue
+            if kind in ("ok", "raise") and gid == cid:
+                self._answered = cid
+                if failure:
+                    raise failure[0]
+                return self._answer(got)
+            if kind == "call":
+                self._callback(got)
+            elif kind in ("out", "log", "warn"):
+                try:
+                    _replay(self, got)
+                except Exception as exc:
+                    failure.append(exc)
+            else:
+                raise self._lose(f"an unexpected message {kind!r}")
+
+    def _answer(self, got: dict[str, Any]) -> Any:
+        try:
+            if got["k"] == "ok":
+                if got.get("stop") is True:
+                    raise StopIteration
+                return self.decode(got.get("value"))
+            exc = self.exception(got.get("exc"))
+        except wire.WireError as err:
+            raise self._lose(f"an answer the judge refuses: {err}") from err
+        raise exc
+
+    def _callback(self, got: dict[str, Any]) -> None:
+        cid = got.get("id")
+        try:
+            fn = self._judge_objs[got.get("obj")]  # type: ignore[index]
+            args = [self.decode(a) for a in got.get("args") or ()]
+            kwargs = {str(k): self.decode(v) for k, v in got.get("kwargs") or ()}
+            value = fn(*args, **kwargs)  # type: ignore[operator]
+            out: dict[str, Any] = {"k": "ok", "id": cid, "value": self.encode(value)}
+        except Exception as exc:
+            ref = wire.type_ref(type(exc))
+            builtin = type(exc).__module__ == "builtins"
+            hid = getattr(exc, "_patchgate_handle", None)  # the subject's own exception, back
+            info = {"type": ref, "builtin": builtin, "message": str(exc)[:4000],
+                    "handle": hid if type(hid) is int else None}  # fmt: skip
+            out = {"k": "raise", "id": cid, "exc": info}
+        try:
+            self.link.send(out)
+        except wire.WireError as exc:
+            raise self._lose(str(exc)) from exc
+
+    # -- values -----------------------------------------------------------------------------
+    def encode(self, value: object) -> list[Any]:
+        return wire.Encoder(self._other, self.link.caps).encode(value)
+
+    def _other(self, value: object) -> list[Any]:
+        if isinstance(value, (proxies.Handle, proxies.Record, proxies.RecordTuple)):
+            return ["h", {"id": object.__getattribute__(value, "_pg_id")}]
+        hid = getattr(value, "_patchgate_hid", None) if isinstance(value, type) else None
+        if isinstance(value, proxies.ProxyModule):
+            hid = value._pg_handle._pg_id
+        if type(hid) is int:
+            return ["h", {"id": hid}]
+        jid = self._judge_ids.get(id(value))
+        if jid is None or self._judge_objs.get(jid) is not value:
+            jid = len(self._judge_objs) + 1
+            self._judge_objs[jid] = value
+            self._judge_ids[id(value)] = jid
+        return ["j", {"id": jid, "callable": callable(value), "name": type(value).__qualname__}]
+
+    def decode(self, raw: object) -> Any:
+        return wire.Decoder(self._rebuild, self.link.caps).decode(raw)
+
+    def _rebuild(self, tag: str, payload: dict[str, Any]) -> object:
+        hid = payload.get("id")
+        ref = payload.get("type")
+        if type(hid) is not int or not isinstance(ref, dict):
+            raise wire.WireError(f"a {tag!r} value without id or type")
+        if tag == "h":
+            cls_ref = payload.get("cls")
+            if isinstance(cls_ref, dict) and payload.get("exc") is True:
+                cls = self.exc_class(cls_ref)
+                if getattr(cls, "_patchgate_proxy", False):
+                    cls._patchgate_hid = hid  # type: ignore[attr-defined]  # passed back: the class
+                return cls
+            if payload.get("package") is True:
+                ref = {**ref, "package": True}
+            return proxies.Handle(self, hid, ref, cls_ref if isinstance(cls_ref, dict) else None)
+        if tag != "r":
+            raise wire.WireError("a judge object coming back from the subject")
+        kind = payload.get("kind")
+        pairs = payload.get("fields")
+        if kind not in ("dataclass", "namedtuple", "enum") or not isinstance(pairs, list):
+            raise wire.WireError("a malformed record")
+        fields = {}
+        for pair in pairs:
+            if not isinstance(pair, list) or len(pair) != 2 or type(pair[0]) is not str:
+                raise wire.WireError("a malformed record field")
+            fields[pair[0]] = self.decode(pair[1])
+        if kind == "namedtuple":
+            return proxies.RecordTuple.make(self, hid, ref, fields)
+        frozen, order = payload.get("frozen") is True, payload.get("order") is True
+        rec = proxies.Record(self, hid, ref, kind, fields=fields, frozen=frozen, order=order)
+        if kind == "enum":
+            key = (str(ref.get("module")), str(ref.get("qualname")), str(fields.get("name")))
+            return self.enums.setdefault(key, rec)
+        return rec
+
+    def exc_class(self, ref: dict[str, Any]) -> type[BaseException]:
+        """The judge's class for a subject exception type (builtin, known stdlib, or a proxy)."""
+        module, qualname = str(ref.get("module", "")), str(ref.get("qualname", ""))
+        known = _known_class(module, qualname, self.production)
+        if known is not None:
+            return known
+        key = (module, qualname)
+        if key in self.exc_classes:
+            return self.exc_classes[key]
+        mro = ref.get("mro") if isinstance(ref.get("mro"), list) else []
+        base: type[BaseException] = Exception
+        if mro and len(mro) > 1 and isinstance(mro[1], list) and len(mro[1]) == 2:
+            base = self.exc_class({"module": mro[1][0], "qualname": mro[1][1], "mro": mro[1:]})
+        name = qualname.rsplit(".", 1)[-1] or "SubjectError"
+        ns = {"__module__": module, "__qualname__": qualname, "_patchgate_proxy": True}
+        cls = type(name, (base,), ns)
+        self.exc_classes[key] = cls
+        return cls
+
+    def exception(self, raw: object) -> BaseException:
+        """A subject exception as a judge exception, marked as the subject's."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("type"), dict):
+            raise wire.WireError("a malformed exception")
+        cls = self.exc_class(raw["type"])
+        message = str(raw.get("message", ""))
+        args = []
+        for a in raw.get("args") or ():
+            args.append(self.decode(a) if not (isinstance(a, list) and a[:1] == ["h"]) else None)
+        try:
+            exc = cls(*args) if args and str(cls(*args)) == message else cls(message)
+        except Exception:
+            exc = cls.__new__(cls)
+            exc.args = (message,)
+        setattr(exc, MARK, True)
+        tb = str(raw.get("traceback", ""))
+        exc._patchgate_traceback = tb  # type: ignore[attr-defined]
+        exc._patchgate_handle = raw.get("handle")  # type: ignore[attr-defined]
+        with contextlib.suppress(AttributeError):
+            exc.add_note("raised by the code under test (in the subject process):\n" + tb)
+        return exc
+
+    def release(self, hid: int) -> None:
+        self._released.append(hid)
+
+    def bye(self) -> None:
+        with contextlib.suppress(wire.WireError):
+            if not self.dead:
+                self.link.send({"k": "bye"})
+
+
+def _known_class(
+    module: str, qualname: str, production: frozenset[str]
+) -> type[BaseException] | None:
+    """A builtin exception class, or one of a module the judge already has (never imported
+    here, never a production module)."""
+    if module == "builtins":
+        cls: Any = getattr(builtins, qualname, None)
+    elif module.split(".", maxsplit=1)[0] in production or module not in sys.modules:
+        return None
+    else:
+        cls = sys.modules[module]
+        for part in qualname.split("."):
+            cls = getattr(cls, part, None)
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        return cls
+    return None
+
+
+def _replay(client: Client, got: dict[str, Any]) -> None:
+    """One forwarded effect of the subject, in the judge (capsys, caplog, pytest.warns see it)."""
+    kind = got["k"]
+    if kind == "out":
+        stream = sys.stderr if got.get("stream") == "stderr" else sys.stdout
+        stream.write(str(got.get("text", "")))
+    elif kind == "log":
+        name, level = str(got.get("name", "root")), got.get("level")
+        lvl = level if type(level) is int else logging.WARNING
+        logger = logging.getLogger(None if name == "root" else name)
+        if logger.isEnabledFor(lvl):
+            logger.handle(logger.makeRecord(logger.name, lvl, "(subject)", 0,
+                                            str(got.get("msg", "")), (), None))  # fmt: skip
+    else:
+        ref = got.get("category")
+        cls = client.exc_class(ref) if isinstance(ref, dict) else UserWarning
+        if not issubclass(cls, Warning):
+            cls = UserWarning
+        lineno = got.get("lineno")
+        warnings.warn_explicit(str(got.get("message", "")), cls, str(got.get("filename", "")),
+                               lineno if type(lineno) is int else 0)  # fmt: skip

@@ -1,0 +1,471 @@
+"""The subject: a small server that imports the patched production code and answers the judge.
+
+Run by the supervisor as its own non-root uid (``python subject.py`` in the sandbox); it imports
+nothing of the gate but the wire (loaded by file path, ``wire.py`` documents the protocol), the
+executed tracer (``tracer.py``) and the forwarding of its output, logs and warnings
+(``forwarding.py``). Its only channels are inherited pipes: the call link to the judge
+(``PATCHGATE_SUBJECT_LINK``) and its executed report to the supervisor
+(``PATCHGATE_SUBJECT_REPORT_FD``). Its config (``PATCHGATE_SUBJECT_CONFIG``): the production
+top-level names, the source roots, the targets file and the caps.
+
+Results go back by value when they are plain data (exact types), as records (dataclasses with the
+generated ``__eq__``, NamedTuples, Enums) or as handles (an id in ``_Table``). While a call runs,
+what production code prints, logs or warns is forwarded to the judge; callbacks the judge passed
+in run in the judge (``JudgeObject``). Nothing here decides an outcome: the judge does.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import enum
+import importlib
+import importlib.util
+import operator
+import os
+import sys
+import threading
+import traceback
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["JudgeObject", "Server", "main", "record_kind"]
+
+
+def _load(stem: str) -> ModuleType:
+    """A sibling module of this file, by path, under a private name (never from sys.path)."""
+    name = f"_patchgate_{stem}"
+    mod = sys.modules.get(name)
+    if mod is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{stem}.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+if TYPE_CHECKING:
+    from executord.inside import forwarding, tracer, wire
+else:
+    wire = _load("wire")
+    tracer = _load("tracer")
+    forwarding = _load("forwarding")
+
+_TB_FRAMES = 8
+_TB_CHARS = 4000
+_OPS: dict[str, Any] = {
+    "len": len,
+    "repr": repr,
+    "str": str,
+    "iter": iter,
+    "dir": lambda o: sorted(str(n) for n in dir(o)),
+    "getitem": operator.getitem,
+    "setitem": operator.setitem,
+    "delitem": operator.delitem,
+    "contains": lambda o, x: bool(x in o),
+    "int": int,
+    "float": float,
+    "index": operator.index,
+    "format": format,
+    "bytes": bytes,
+}
+_BINOPS = frozenset(
+    {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "abs", "and_",
+     "or_", "xor", "lshift", "rshift", "invert", "matmul"}
+)  # fmt: skip
+_COMPARE = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__",
+            "__len__")  # fmt: skip
+
+
+def record_kind(value: object) -> str:
+    """``dataclass``/``namedtuple``/``enum`` when ``value`` crosses as a record, else ""."""
+    cls = type(value)
+    if isinstance(value, enum.Enum):
+        return "" if _own_compare(cls, enum.Enum) else "enum"
+    if dataclasses.is_dataclass(cls):
+        params = getattr(cls, "__dataclass_params__", None)
+        if params is not None and params.eq and not _own_methods(cls):
+            return "dataclass"
+        return ""
+    if isinstance(value, tuple) and hasattr(cls, "_fields") and tuple in cls.__bases__:
+        return "" if _own_compare(cls, tuple) else "namedtuple"
+    return ""
+
+
+def _own_compare(cls: type, base: type) -> bool:
+    """A class between ``cls`` and ``base`` defines a comparison, hash or truth method."""
+    for c in cls.__mro__:
+        if c is base:
+            return False
+        if any(name in c.__dict__ for name in _COMPARE):
+            return True
+    return False
+
+
+def _own_methods(cls: type) -> bool:
+    """A dataclass whose comparison, hash or truth methods are not all the generated ones
+    (generated methods are compiled from ``<string>`` and named for the class)."""
+    for c in cls.__mro__:
+        if c is object:
+            return False
+        for name in _COMPARE:
+            fn = c.__dict__.get(name)
+            if fn is None:
+                continue
+            code = getattr(fn, "__code__", None)
+            if code is None or code.co_filename != "<string>" or not dataclasses.is_dataclass(c):
+                return True
+    return False
+
+
+class _Table:
+    """The subject's objects the judge holds handles to."""
+
+    def __init__(self) -> None:
+        self.objs: dict[int, object] = {}
+        self._next = 1
+
+    def put(self, obj: object) -> int:
+        """A new id per export: each judge proxy releases its own."""
+        hid, self._next = self._next, self._next + 1
+        self.objs[hid] = obj
+        return hid
+
+    def get(self, hid: object) -> object:
+        if type(hid) is not int or hid not in self.objs:
+            raise wire.WireError(f"no such handle {hid!r}")
+        return self.objs[hid]
+
+    def release(self, hid: object) -> None:
+        if type(hid) is int:
+            self.objs.pop(hid, None)
+
+
+class JudgeObject:
+    """A judge value the subject holds (a callback, a sink): calling it runs it in the judge."""
+
+    def __init__(self, server: Server, jid: int, name: str) -> None:
+        self._server, self._jid, self._name = server, jid, name
+
+    def __call__(self, *args: object, **kwargs: object) -> Any:
+        return self._server.call_judge(self._jid, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<judge object {self._name}>"
+
+
+class Server:
+    """Answers the judge's messages on one link; re-entrant for callbacks."""
+
+    def __init__(self, link: wire.Link, config: dict[str, Any], report_fd: int = -1) -> None:
+        self.link = link
+        self.caps = link.caps
+        self.table = _Table()
+        self.production = frozenset(str(p) for p in config.get("production", ()))
+        self.report_fd = report_fd
+        self._lock = threading.RLock()
+        self._owner = threading.get_ident()
+        self._next_call = 1
+        self._env0 = dict(os.environ)  # the subject's own start: the judge's changes go on it
+
+    # -- values -----------------------------------------------------------------------------
+    def export(self, value: object) -> list[Any]:
+        """What is not plain data: a record or a handle."""
+        return self._encoder().encode(value)
+
+    def _encoder(self) -> wire.Encoder:
+        enc = wire.Encoder(None, self.caps)
+        enc.other = lambda v: self._other(enc, v)
+        return enc
+
+    def _other(self, enc: wire.Encoder, value: object) -> list[Any]:
+        kind = record_kind(value)
+        if kind:
+            return ["r", self._record(enc, value, kind)]
+        info: dict[str, Any] = {
+            "id": self.table.put(value),
+            "type": wire.type_ref(type(value)),
+            "callable": callable(value),
+        }
+        if isinstance(value, type):
+            info["cls"] = wire.type_ref(value)
+            info["exc"] = issubclass(value, BaseException)
+        if isinstance(value, ModuleType):
+            info["package"] = hasattr(value, "__path__")
+        return ["h", info]
+
+    def _record(self, enc: wire.Encoder, value: Any, kind: str) -> dict[str, Any]:
+        if kind == "enum":
+            fields = [("name", value.name), ("value", value.value)]
+            frozen, order = True, False
+        elif kind == "namedtuple":
+            fields = list(zip(type(value)._fields, value, strict=True))
+            frozen, order = True, True
+        else:
+            params = type(value).__dataclass_params__
+            fields = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)
+                      if f.compare]  # fmt: skip
+            frozen, order = bool(params.frozen), bool(params.order)
+        return {
+            "id": self.table.put(value),
+            "type": wire.type_ref(type(value)),
+            "kind": kind,
+            "fields": [[n, enc.encode(v, 1)] for n, v in fields],
+            "frozen": frozen,
+            "order": order,
+        }
+
+    def _rebuild(self, tag: str, payload: dict[str, Any]) -> object:
+        if tag in ("h", "r"):
+            return self.table.get(payload.get("id"))
+        jid = payload.get("id")
+        if type(jid) is not int:
+            raise wire.WireError("a judge object without an id")
+        return JudgeObject(self, jid, str(payload.get("name", "callback")))
+
+    def decode(self, raw: object) -> Any:
+        return wire.Decoder(self._rebuild, self.caps).decode(raw)
+
+    def exc_info(self, exc: BaseException) -> dict[str, Any]:
+        """An exception of the subject as the wire's ``Exc``."""
+        cls = type(exc)
+        args: list[Any] = []
+        for a in exc.args:
+            plain = wire.is_plain(a)
+            args.append(wire.Encoder(None, self.caps).encode(a) if plain else ["s", repr(a)])
+        frames = traceback.format_exception(cls, exc, exc.__traceback__, limit=-_TB_FRAMES)
+        try:
+            message = str(exc)
+        except Exception:  # a str() that raises still gives an error
+            message = f"<{cls.__qualname__}: str() failed>"
+        return {
+            "type": wire.type_ref(cls),
+            "builtin": getattr(builtins, cls.__name__, None) is cls,
+            "message": message[:_TB_CHARS],
+            "args": args,
+            "traceback": "".join(frames)[-_TB_CHARS:],
+            "handle": self.table.put(exc),
+        }
+
+    # -- the link ---------------------------------------------------------------------------
+    def event(self, message: dict[str, Any]) -> None:
+        """A forwarded effect (output, log, warning); dropped when sent from another thread
+        while the link is busy would interleave frames (the lock keeps frames whole)."""
+        with self._lock, contextlib.suppress(wire.WireError):
+            self.link.send(message)
+
+    def reply(self, call_id: object, fn: Any) -> None:
+        try:
+            value = fn()
+            out: dict[str, Any] = {"k": "ok", "id": call_id, "value": self.export(value)}
+        except StopIteration:
+            out = {"k": "ok", "id": call_id, "value": ["n"], "stop": True}
+        except wire.WireError as exc:
+            out = {"k": "raise", "id": call_id, "exc": self.exc_info(exc)}
+        except BaseException as exc:  # every exception of production code is an answer
+            out = {"k": "raise", "id": call_id, "exc": self.exc_info(exc)}
+        try:
+            with self._lock:
+                self.link.send(out)
+        except wire.WireError as exc:  # too big to send: say so instead
+            with self._lock:
+                self.link.send({"k": "raise", "id": call_id, "exc": self.exc_info(exc)})
+
+    def call_judge(self, jid: int, args: tuple[object, ...], kwargs: dict[str, object]) -> Any:
+        """Run a judge callback: send the call, serve the judge's messages until its answer."""
+        if threading.get_ident() != self._owner:
+            raise RuntimeError("a judge callback was called from a thread of the code under test")
+        cid, self._next_call = self._next_call, self._next_call + 1
+        msg = {
+            "k": "call",
+            "id": cid,
+            "obj": jid,
+            "args": [self.export(a) for a in args],
+            "kwargs": [[k, self.export(v)] for k, v in kwargs.items()],
+        }
+        with self._lock:
+            self.link.send(msg)
+        while True:
+            got = self.link.receive()
+            if got["k"] in ("ok", "raise") and got.get("id") == cid:
+                if got["k"] == "ok":
+                    return self.decode(got.get("value"))
+                raise self._judge_exception(got.get("exc"))
+            self.handle(got)
+
+    def _judge_exception(self, raw: object) -> BaseException:
+        return _judge_exception(raw, self.table)
+
+    def _apply_ctx(self, ctx: object) -> None:
+        if not isinstance(ctx, dict):
+            return
+        env = ctx.get("env")
+        if isinstance(env, dict):
+            sets, unset = env.get("set"), env.get("unset")
+            if not isinstance(sets, dict) or not isinstance(unset, list):
+                return
+            new = {k: v for k, v in self._env0.items() if k not in unset}
+            new.update({str(k): str(v) for k, v in sets.items()})
+            if new != dict(os.environ):
+                os.environ.clear()
+                os.environ.update(new)
+        cwd = ctx.get("cwd")
+        if type(cwd) is str:
+            with contextlib.suppress(OSError):
+                os.chdir(cwd)
+
+    def handle(self, msg: dict[str, Any]) -> bool:
+        """One message from the judge; False when the judge said goodbye."""
+        kind, cid = msg["k"], msg.get("id")
+        self._apply_ctx(msg.get("ctx"))
+        if kind == "bye":
+            return False
+        if kind == "release":
+            for hid in msg.get("ids") or ():
+                self.table.release(hid)
+        elif kind == "hello":
+            self.reply(cid, lambda: wire.PROTOCOL)
+        elif kind == "import":
+            self.reply(cid, lambda: self._import(msg.get("module")))
+        elif kind == "getattr":
+            self.reply(cid, lambda: getattr(self.table.get(msg.get("obj")), _name(msg)))
+        elif kind == "setattr":
+            self.reply(cid, lambda: self._setattr(msg))
+        elif kind == "call":
+            self.reply(cid, lambda: self._call(msg))
+        elif kind == "op":
+            self.reply(cid, lambda: self._op(msg))
+        elif kind in ("begin", "end"):
+            self.reply(cid, lambda: self._phase(kind, msg.get("nodeid")))
+        else:
+            self.reply(cid, lambda: _refuse(f"unknown message kind {kind!r}"))
+        return True
+
+    def _setattr(self, msg: dict[str, Any]) -> None:
+        obj = self.table.get(msg.get("obj"))
+        if isinstance(obj, ModuleType):
+            raise TypeError("the judge does not assign attributes of production modules")
+        setattr(obj, _name(msg), self.decode(msg.get("value")))
+
+    def _import(self, name: object) -> ModuleType:
+        if type(name) is not str or name.split(".")[0] not in self.production:
+            raise ImportError(f"the subject imports production modules only, not {name!r}")
+        return importlib.import_module(name)
+
+    def _call(self, msg: dict[str, Any]) -> Any:
+        obj = self.table.get(msg.get("obj"))
+        if msg.get("name") is not None:
+            obj = getattr(obj, _name(msg))
+        args = [self.decode(a) for a in msg.get("args") or ()]
+        kwargs = {str(k): self.decode(v) for k, v in msg.get("kwargs") or ()}
+        return obj(*args, **kwargs)  # type: ignore[operator]
+
+    def _op(self, msg: dict[str, Any]) -> Any:
+        op = msg.get("op")
+        obj = self.table.get(msg.get("obj"))
+        args = [self.decode(a) for a in msg.get("args") or ()]
+        if op == "next":
+            return next(obj)  # type: ignore[call-overload]
+        if op in _OPS:
+            return _OPS[str(op)](obj, *args)
+        if op in _BINOPS:
+            return getattr(operator, str(op))(obj, *args)
+        if type(op) is str and op.startswith("r") and op[1:] in _BINOPS:
+            return getattr(operator, op[1:])(args[0], obj)
+        raise TypeError(f"unknown operation {op!r}")
+
+    def _phase(self, kind: str, nodeid: object) -> None:
+        if type(nodeid) is not str:
+            raise TypeError("a test phase without a node id")
+        if kind == "begin":
+            self.report(tracer.TRACER.begin(nodeid))
+        else:
+            self.report(tracer.TRACER.end(nodeid))
+
+    def report(self, records: list[dict[str, Any]]) -> None:
+        """The executed report, on the subject's own pipe to the supervisor."""
+        for rec in records:
+            if self.report_fd < 0:
+                continue
+            with contextlib.suppress(OSError, wire.WireError):
+                wire.write_all(self.report_fd, wire.record_line(rec))
+
+    def serve(self) -> int:
+        """Answer until the judge says goodbye or the link ends; the exit status."""
+        while True:
+            try:
+                msg = self.link.receive()
+            except EOFError:
+                return 0
+            except wire.WireError:
+                return 3
+            if not self.handle(msg):
+                return 0
+
+
+def _name(msg: dict[str, Any]) -> str:
+    name = msg.get("name")
+    if type(name) is not str:
+        raise TypeError("an attribute name that is not text")
+    return name
+
+
+def _refuse(why: str) -> None:
+    raise TypeError(why)
+
+
+def _judge_exception(raw: object, table: _Table) -> BaseException:
+    """An exception a judge callback raised: the subject's own when it came from here, else
+    rebuilt (builtin types by name, anything else a RuntimeError naming it)."""
+    info = raw if isinstance(raw, dict) else {}
+    own = table.objs.get(info["handle"]) if type(info.get("handle")) is int else None
+    if isinstance(own, BaseException):
+        return own
+    ref = info.get("type") if isinstance(info.get("type"), dict) else {}
+    name = str(ref.get("qualname", "")) if isinstance(ref, dict) else ""
+    cls = getattr(builtins, name, None) if info.get("builtin") else None
+    message = str(info.get("message", "a judge callback failed"))
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        with contextlib.suppress(Exception):
+            return cls(message)
+    return RuntimeError(f"judge callback raised {name}: {message}")
+
+
+def _fds(name: str) -> list[int]:
+    raw = os.environ.pop(name, "")
+    return [int(x) for x in raw.split(",") if x.strip().isdigit()]
+
+
+def main() -> int:
+    """The subject's entry point (the supervisor starts it with its fds and config set)."""
+    config = wire.role_env("PATCHGATE_SUBJECT_CONFIG")
+    os.environ.pop("PATCHGATE_SUBJECT_CONFIG", None)
+    link_fds = _fds("PATCHGATE_SUBJECT_LINK")
+    report = _fds("PATCHGATE_SUBJECT_REPORT_FD")
+    if len(link_fds) != 2:
+        return 2
+    for root in reversed([str(r) for r in config.get("source_roots", ())]):
+        sys.path.insert(0, root)
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    server = Server(
+        wire.Link(link_fds[0], link_fds[1], wire.Caps.from_json(config.get("caps"))),
+        config,
+        report[0] if report else -1,
+    )
+    tracer.TRACER.configure(str(config.get("targets", "")))
+    tracer.TRACER.start()
+    forwarding.install(server)
+    status = server.serve()
+    server.report(tracer.TRACER.stop())
+    return status
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # never run production atexit hooks or threads' cleanup past the judge's end

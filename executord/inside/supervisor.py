@@ -1,0 +1,481 @@
+"""The supervisor: PID 1 of a judged sandbox run; it starts the judge and the subject apart.
+
+Standard library only; run as ``python -I supervisor.py CONFIG`` as the container's uid 0 holding
+only CAP_SETUID, CAP_SETGID and CAP_KILL. ``wire.py`` documents the config, the pipes and the
+records. In order:
+
+1. read the config; take the nonce (config, else ``PATCHGATE_REPORT_NONCE``, removed from the
+   environment the children inherit);
+2. connect to the executor's report socket, BEFORE any child exists (the executor reads only the
+   first connection);
+3. make the pipes and start the subject, then the judge, each as its own uid, gid and groups
+   (``Popen(user=, group=, extra_groups=)``: setgroups, setgid, setuid in the child before exec,
+   which drops every capability), each in its own session; a child inherits only its own pipe ends;
+4. relay the judge's records (stamped with the nonce and one sequence) and add its own: the
+   subject's executed report, the subject ending (``exit``/``crash``) or being killed past the
+   clock bound (``hang``), and last how the judge ended;
+5. enforce the per-test clock bound (a ``begin`` record starts a test's clock, its ``item`` ends
+   it): past bound + grace the subject is killed (``hang``); past bound + 2 grace the judge too;
+   past the run's deadline everything;
+6. reap every child (as PID 1, orphans too) and exit with the judge's exit status.
+
+Nothing the subject writes is relayed as an outcome: from the subject the supervisor reads only
+its executed report, and refuses anything else on that pipe (``garbage``).
+
+``switch_users: false`` is for unit tests only (the config must also say ``test_only: true``):
+the children then run as the supervisor's own uid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["Supervisor", "main"]
+
+
+def _load(stem: str) -> ModuleType:
+    name = f"_patchgate_{stem}"
+    mod = sys.modules.get(name)
+    if mod is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{stem}.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+if TYPE_CHECKING:
+    from executord.inside import wire
+else:
+    wire = _load("wire")
+
+_SLICE_S = 0.1
+_MAX_TARGETS = 4096
+_END_GRACE_S = 2.0
+_ROLE = frozenset({"argv", "uid", "gid", "groups", "env", "cwd"})
+
+
+class ConfigError(ValueError):
+    """The supervisor's config is unusable (the run has no report: ``error``)."""
+
+
+def load_config(path: str) -> dict[str, Any]:
+    """The config, checked: known keys, the two roles' shapes, test-only rules."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            cfg = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the supervisor config: {exc}") from exc
+    if not isinstance(cfg, dict) or cfg.get("v") != 1:
+        raise ConfigError("the supervisor config is not a v1 object")
+    unknown = set(cfg) - wire.CONFIG_KEYS
+    if unknown:
+        raise ConfigError(f"unknown supervisor config keys: {sorted(unknown)}")
+    for role in ("judge", "subject"):
+        r = cfg.get(role)
+        if not isinstance(r, dict) or set(r) - _ROLE or not r.get("argv"):
+            raise ConfigError(f"the {role} entry is malformed")
+        if not all(type(a) is str for a in r["argv"]):
+            raise ConfigError(f"the {role} argv is not a list of text")
+    switch = cfg.get("switch_users", True)
+    if switch is not True and not (switch is False and cfg.get("test_only") is True):
+        raise ConfigError("switch_users may be false only in a config marked test_only")
+    if type(cfg.get("socket")) is not str or not cfg["socket"]:
+        raise ConfigError("the config names no report socket")
+    if switch is True:
+        uids = {cfg["judge"].get("uid"), cfg["subject"].get("uid")}
+        if len(uids) != 2 or not all(type(u) is int and u > 0 for u in uids):
+            raise ConfigError("judge and subject need two distinct non-root uids")
+    return cfg
+
+
+class Out:
+    """The records to the executor: one stamped JSON line each, never raising."""
+
+    def __init__(self, path: str, nonce: str) -> None:
+        self.nonce, self.seq = nonce, 0
+        self.sock: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.connect(path)  # before any child exists; OSError ends the run here
+        except OSError:
+            self.sock.close()
+            raise
+
+    def send(self, rec: dict[str, Any]) -> None:
+        body = {k: v for k, v in rec.items() if k not in ("v", "nonce", "seq")}
+        stamped = {"v": 1, "nonce": self.nonce, "seq": self.seq, **body}
+        try:
+            line = wire.record_line(stamped)
+        except (wire.WireError, TypeError, ValueError):
+            return
+        self.seq += 1
+        if self.sock is None:
+            return
+        try:
+            self.sock.sendall(line)
+        except OSError:
+            self.close()
+
+    def close(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+            self.sock = None
+
+
+class _Lines:
+    """A pipe read as capped lines."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buf, self.eof, self.over = fd, bytearray(), False, False
+
+    def read(self) -> list[bytes]:
+        try:
+            chunk = os.read(self.fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.eof = True
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            return []
+        self.buf += chunk
+        lines = []
+        while (cut := self.buf.find(b"\n")) >= 0:
+            lines.append(bytes(self.buf[:cut]))
+            del self.buf[: cut + 1]
+        if len(self.buf) > wire.MAX_RECORD_LINE:
+            self.over = True
+            self.buf.clear()
+        return lines
+
+
+@dataclass
+class _Child:
+    role: str
+    proc: subprocess.Popen[bytes]
+    uid: int | None
+    status: int | None = None  # waitpid's exit code (negative: a signal)
+    killed: str = ""  # why the supervisor killed it ("" = it was not)
+
+
+@dataclass
+class Supervisor:
+    """One run: the two children, the relay, the clock (see the module doc)."""
+
+    cfg: dict[str, Any]
+    out: Out
+    pending: list[dict[str, Any]] = field(default_factory=list)  # ours, until the judge's start
+    started: bool = False
+    current: str = ""  # the test the judge is in ("" between tests)
+    since: float = 0.0
+    garbage: bool = False
+
+    def emit(self, rec: dict[str, Any]) -> None:
+        if self.started:
+            self.out.send(rec)
+        else:
+            self.pending.append(rec)
+
+    def spawn(self) -> tuple[_Child, _Child, _Lines, _Lines]:
+        j_r, s_w = os.pipe()  # subject -> judge
+        s_r, j_w = os.pipe()  # judge -> subject
+        jrep_r, jrep_w = os.pipe()
+        srep_r, srep_w = os.pipe()
+        prod = self.cfg.get("production", [])
+        caps = self.cfg.get("caps", {})
+        sub_env = {
+            "PATCHGATE_SUBJECT_LINK": f"{s_r},{s_w}",
+            "PATCHGATE_SUBJECT_REPORT_FD": str(srep_w),
+            "PATCHGATE_SUBJECT_CONFIG": json.dumps({
+                "production": prod, "source_roots": self.cfg.get("source_roots", []),
+                "targets": self.cfg.get("targets", ""), "caps": caps}),
+        }  # fmt: skip
+        judge_env = {
+            "PATCHGATE_JUDGE_LINK": f"{j_r},{j_w}",
+            "PATCHGATE_REPORT_FD": str(jrep_w),
+            "PATCHGATE_JUDGE_CONFIG": json.dumps({
+                "production": prod, "call_timeout_ms": self.cfg.get("call_timeout_ms", 0),
+                "caps": caps}),
+        }  # fmt: skip
+        subject = self._start("subject", sub_env, (s_r, s_w, srep_w))
+        for fd in (s_r, s_w, srep_w):
+            os.close(fd)
+        judge = self._start("judge", judge_env, (j_r, j_w, jrep_w))
+        for fd in (j_r, j_w, jrep_w):
+            os.close(fd)
+        return judge, subject, _Lines(jrep_r), _Lines(srep_r)
+
+    def _start(self, role: str, extra: dict[str, str], fds: tuple[int, ...]) -> _Child:
+        r = self.cfg[role]
+        env = {str(k): str(v) for k, v in (r.get("env") or {}).items()}
+        env.update(extra)
+        switch = self.cfg.get("switch_users", True) is True
+        ids: dict[str, Any] = {}
+        if switch:
+            ids = {"user": r["uid"], "group": r["gid"], "extra_groups": list(r.get("groups", []))}
+        proc = subprocess.Popen(
+            r["argv"], env=env, cwd=r.get("cwd") or None, pass_fds=fds,
+            start_new_session=True, stdin=subprocess.DEVNULL, **ids,
+        )  # fmt: skip
+        return _Child(role, proc, r["uid"] if switch else None)
+
+    # -- the judge's and the subject's records ----------------------------------------------
+    def from_judge(self, line: bytes, subject: _Child | None = None) -> None:
+        try:
+            rec = wire.parse_record(line)
+        except wire.WireError:
+            print("supervisor: a judge record refused", file=sys.stderr)
+            return
+        kind = rec["kind"]
+        if kind == "begin":
+            self.current, self.since = str(rec.get("nodeid", "")), time.monotonic()
+            return
+        if kind == "item":
+            if subject is not None and subject.status is None and _dying(subject.proc.pid):
+                self._reap_one(subject)  # it ended during this test: say so for this test
+            self.current = ""
+        self.out.send(rec)
+        if kind == "start" and not self.started:
+            self.started = True
+            for mine in self.pending:
+                self.out.send(mine)
+            self.pending.clear()
+
+    def from_subject(self, line: bytes) -> None:
+        try:
+            rec = wire.parse_record(line)
+            targets = rec.get("targets")
+            ok = (
+                rec["kind"] == "executed"
+                and rec.get("phase") in ("import", "test")
+                and type(rec.get("nodeid")) is str
+                and isinstance(targets, list)
+                and len(targets) <= _MAX_TARGETS
+                and all(type(t) is str for t in targets)
+            )
+        except wire.WireError:
+            ok = False
+        if ok:
+            self.emit({k: rec[k] for k in ("kind", "phase", "nodeid", "targets")})
+        elif not self.garbage:
+            self.garbage = True
+            why = "a line that is not an executed record"
+            self.emit({"kind": "subject", "event": "garbage", "nodeid": self.current,
+                       "detail": why, "returncode": None})  # fmt: skip
+
+    # -- children ---------------------------------------------------------------------------
+    def kill(self, child: _Child, why: str) -> None:
+        if child.status is not None or child.killed:
+            return
+        child.killed = why
+        with contextlib.suppress(OSError):
+            os.killpg(child.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.kill(child.proc.pid, signal.SIGKILL)
+        if child.uid is not None:
+            _kill_uid(child.uid)
+
+    def _reap_one(self, subject: _Child) -> None:
+        with contextlib.suppress(ChildProcessError):
+            _, status = os.waitpid(subject.proc.pid, 0)
+            subject.status = subject.proc.returncode = os.waitstatus_to_exitcode(status)
+            self._subject_ended(subject)
+
+    def reap(self, judge: _Child, subject: _Child) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            for child in (judge, subject):
+                if pid == child.proc.pid:
+                    child.status = os.waitstatus_to_exitcode(status)
+                    child.proc.returncode = child.status
+                    if child is subject:
+                        self._subject_ended(subject)
+
+    def _subject_ended(self, subject: _Child) -> None:
+        code = subject.status
+        if subject.killed == "hang":
+            return  # already reported when it was killed
+        if subject.killed:
+            event, detail = "crash", subject.killed
+        elif code is not None and code < 0:
+            event, detail = "crash", f"killed by signal {-code}"
+        else:
+            event, detail = "exit", ""
+        self.emit({"kind": "subject", "event": event, "nodeid": self.current, "detail": detail,
+                   "returncode": code})  # fmt: skip
+
+    def run(self) -> int:
+        wake = _child_wakeup()  # SIGCHLD wakes the select: no polling delay at a child's end
+        judge, subject, jlines, slines = self.spawn()
+        bound = max(0, int(self.cfg.get("bound_ms", 0))) / 1000
+        grace = max(0, int(self.cfg.get("grace_ms", 2000))) / 1000
+        deadline_ms = int(self.cfg.get("deadline_ms", 0))
+        deadline = time.monotonic() + deadline_ms / 1000 if deadline_ms > 0 else None
+        judge_gone_at: float | None = None
+        while True:
+            readers = [r for r in (jlines, slines) if not r.eof]
+            ready, _, _ = select.select([wake, *(r.fd for r in readers)], [], [], _SLICE_S)
+            if wake in ready:
+                _drain(wake)
+            for r in readers:
+                if r.fd in ready:
+                    for line in r.read():
+                        if r is jlines:
+                            self.from_judge(line, subject)
+                        else:
+                            self.from_subject(line)
+                    if r.over and r is slines:
+                        self.from_subject(b"")
+            self.reap(judge, subject)
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
+                self.kill(subject, "the run's deadline")
+                self.kill(judge, "hang")
+            if bound > 0 and self.current and now - self.since > bound + grace:
+                if subject.status is None and not subject.killed:
+                    self.kill(subject, "hang")
+                    self.emit({"kind": "subject", "event": "hang", "nodeid": self.current,
+                               "detail": f"past the clock bound of {int(bound * 1000)} ms",
+                               "returncode": None})  # fmt: skip
+                if now - self.since > bound + 2 * grace:
+                    self.kill(judge, "hang")
+            if judge.status is not None:
+                judge_gone_at = judge_gone_at or now
+                if jlines.eof or now - judge_gone_at > _END_GRACE_S:
+                    break
+        return self.finish(judge, subject, slines, wake, judge_gone_at or time.monotonic())
+
+    def finish(
+        self, judge: _Child, subject: _Child, slines: _Lines, wake: int, since: float
+    ) -> int:
+        """The judge has ended: the subject's last words, its end, how the judge ended."""
+        while subject.status is None and time.monotonic() - since < _END_GRACE_S:
+            fds = [wake] if slines.eof else [wake, slines.fd]
+            ready = select.select(fds, [], [], _SLICE_S)[0]
+            if wake in ready:
+                _drain(wake)
+            if slines.fd in ready and not slines.eof:
+                for line in slines.read():
+                    self.from_subject(line)
+            self.reap(judge, subject)
+        self.current = ""
+        self.kill(subject, "it was still running after the judge ended")
+        _wait_for(subject, judge, self)
+        while not slines.eof:
+            for line in slines.read():
+                self.from_subject(line)
+        code = judge.status if judge.status is not None else -signal.SIGKILL
+        if judge.killed == "hang":
+            event, detail = "hang", "ended by the supervisor past the clock bound or the deadline"
+        elif code < 0:
+            event, detail = "crash", f"killed by signal {-code}"
+        else:
+            event, detail = "exit", ""
+        self.started = True
+        for mine in self.pending:
+            self.out.send(mine)
+        self.pending.clear()
+        self.out.send({"kind": "judge", "event": event, "returncode": code if code >= 0 else None,
+                       "detail": detail})  # fmt: skip
+        _reap_all()
+        return code if code >= 0 else 128 - code
+
+
+def _child_wakeup() -> int:
+    """A pipe SIGCHLD writes to (``signal.set_wakeup_fd``); its read end, for select."""
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(w)
+    return r
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 4096):
+            pass
+
+
+def _dying(pid: int) -> bool:
+    """Whether ``pid`` has begun to exit (Linux: state Z/X or PF_EXITING), or is gone: a judge
+    that saw the subject's link close may report its test before the subject can be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return True
+    pf_exiting = 0x4
+    return fields[0] in (b"Z", b"X") or bool(int(fields[6]) & pf_exiting)
+
+
+def _wait_for(subject: _Child, judge: _Child, sup: Supervisor) -> None:
+    while subject.status is None:
+        sup.reap(judge, subject)
+        if subject.status is None:
+            time.sleep(0.01)
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid`` (those that left the session too)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                os.kill(int(entry), signal.SIGKILL)
+
+
+def _reap_all() -> None:
+    """Reap what is left (as PID 1: orphans re-parented to us), without waiting on the living."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+def main(argv: list[str]) -> int:
+    """The entry point: ``supervisor.py CONFIG``; exits with the judge's status."""
+    if len(argv) != 2:
+        print("usage: supervisor.py CONFIG", file=sys.stderr)
+        return 64
+    try:
+        cfg = load_config(argv[1])
+    except ConfigError as exc:
+        print(f"supervisor: {exc}", file=sys.stderr)
+        return 78
+    nonce = str(cfg.get("nonce") or os.environ.pop("PATCHGATE_REPORT_NONCE", ""))
+    os.environ.pop("PATCHGATE_REPORT_NONCE", None)
+    try:
+        out = Out(str(cfg.get("socket", "")), nonce)
+    except OSError as exc:
+        print(f"supervisor: cannot connect to the report socket: {exc}", file=sys.stderr)
+        return 75
+    try:
+        return Supervisor(cfg, out).run()
+    finally:
+        out.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

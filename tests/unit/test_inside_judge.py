@@ -1,0 +1,409 @@
+"""The judge apart (issue 20): calls into production code cross a pipe to a real subject process.
+
+Values by exact type, handles that refuse comparison, records compared in the judge, exceptions
+raised by type and marked as the subject's, callbacks run in the judge, forwarded output, logs and
+warnings; and each attack with its control (the same check on honest code passes)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import decimal
+import gc
+import logging
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit._inside_helpers import proxies, subject
+
+BILLING = {
+    "pgbill/__init__.py": """
+        import dataclasses, decimal, enum, logging, typing, warnings
+
+        class Amount(decimal.Decimal):
+            def __ge__(self, other):
+                return True
+
+        class Liar:
+            def __eq__(self, other):
+                return True
+            def __bool__(self):
+                return True
+            def __hash__(self):
+                return 0
+
+        class Count(int):
+            pass
+
+        class BillingError(Exception):
+            pass
+
+        class InvoiceError(BillingError):
+            pass
+
+        @dataclasses.dataclass(frozen=True)
+        class Line:
+            item: str
+            cents: int
+
+        @dataclasses.dataclass
+        class Custom:
+            x: int
+            def __eq__(self, other):
+                return True
+
+        class Pair(typing.NamedTuple):
+            a: int
+            b: float
+
+        class Color(enum.Enum):
+            RED = 1
+            BLUE = 2
+
+        class Box:
+            def __init__(self, v):
+                self.v = v
+            def get(self):
+                return self.v
+            def __len__(self):
+                return 3
+            def __iter__(self):
+                return iter([1, 2, 3])
+
+        def prorate(total, days, of):
+            return (decimal.Decimal(total) * days / of).quantize(decimal.Decimal("0.01"))
+
+        def prorate_tricked(total, days, of):
+            return Amount("-1.67")
+
+        def echo(x):
+            return x
+
+        def liar():
+            return Liar()
+
+        def count():
+            return Count(5)
+
+        def fail(kind):
+            if kind == "value":
+                raise ValueError("bad value")
+            if kind == "assert":
+                assert False, "inside production"
+            raise InvoiceError("no invoice")
+
+        def apply(fn, xs):
+            return sorted(xs, key=fn)
+
+        def noisy():
+            import sys
+            assert sys.stdout.encoding == "utf-8"
+            print("to stdout")
+            logging.getLogger("pgbill").warning("logged %s", 1)
+            warnings.warn("careful", DeprecationWarning)
+            return 1
+
+        def env(name):
+            import os
+            return os.environ.get(name)
+
+        def is_box(b):
+            return isinstance(b, Box)
+
+        def hang():
+            import time
+            time.sleep(3600)
+
+        def big():
+            return "x" * 5000
+
+        def junk():
+            import gc, os
+            for o in gc.get_objects():
+                if type(o).__name__ == "Link" and hasattr(o, "wfd"):
+                    os.write(o.wfd, b"\\x00\\x00\\x00\\x04junk")
+            return 1
+
+        def flood():
+            import gc, os, struct
+            for o in gc.get_objects():
+                if type(o).__name__ == "Link" and hasattr(o, "wfd"):
+                    os.write(o.wfd, struct.pack(">I", 1 << 31))
+            return 1
+
+        def leave():
+            import os
+            os._exit(9)
+
+        SHARED = Box(7)
+
+        def shared():
+            return SHARED
+
+        def catching(exc_class, fn):
+            try:
+                fn()
+            except exc_class as exc:
+                return "caught " + str(exc)
+            return "not caught"
+    """,
+}
+
+
+@pytest.fixture
+def bill(tmp_path: Path) -> Any:
+    with subject(tmp_path, BILLING, ("pgbill",), timeout_s=60) as pair:
+        yield pair.module("pgbill")
+
+
+def test_plain_data_crosses_by_value(bill: Any) -> None:
+    got = bill.prorate("10", 1, 6)
+    assert type(got) is decimal.Decimal
+    assert got == decimal.Decimal("1.67")
+    nan = bill.echo(float("nan"))
+    assert math.isnan(nan)
+    back = bill.echo(((1, 2), [1, 2], {1}, frozenset({2}), b"x", -0.0))
+    assert [type(x) for x in back] == [tuple, list, set, frozenset, bytes, float]
+    assert math.copysign(1, back[5]) == -1
+
+
+def test_a_result_that_answers_comparisons_is_a_handle_and_an_error(bill: Any) -> None:
+    """The issue's attack: type("Amount", (Decimal,), {"__ge__": ...}) makes >= 0 hold for -1.67.
+    Control: the honest Decimal compares by value in the judge."""
+    tricked = bill.prorate_tricked("10", 1, 6)
+    assert isinstance(tricked, proxies.Handle)
+    with pytest.raises(proxies.Unjudgeable, match="compare its fields") as info:
+        assert tricked >= 0
+    assert getattr(info.value, "_patchgate_unjudgeable", False)
+    assert bill.prorate("10", 1, 6) >= 0  # control
+    assert str(tricked) == "-1.67"  # converted to plain data, it is judged
+    assert not (decimal.Decimal(str(tricked)) >= 0)
+
+
+@pytest.mark.parametrize(
+    ("use", "what"),
+    [
+        (lambda h: h == 1, "=="),
+        (lambda h: h != 1, "!="),
+        (bool, "truth"),
+        (hash, "hashing"),
+        (lambda h: {h}, "hashing"),
+        (lambda h: h < 1, "<"),
+        (lambda h: 1 == h, "=="),  # noqa: SIM300 - the reflected comparison is the point
+    ],
+)
+def test_eq_bool_hash_tricks_are_errors(bill: Any, use: Any, what: str) -> None:
+    liar = bill.liar()
+    with pytest.raises(proxies.Unjudgeable, match=what.replace("(", "")):
+        use(liar)
+
+
+def test_a_subclass_of_a_plain_type_is_a_handle(bill: Any) -> None:
+    n = bill.count()
+    assert isinstance(n, proxies.Handle)
+    with pytest.raises(proxies.Unjudgeable):
+        assert n == 5
+    assert int(n) == 5  # int() in the subject, an exact int here
+    assert bill.echo(5) == 5  # control
+
+
+def test_handles_forward_attributes_methods_len_iteration_and_go_back(bill: Any) -> None:
+    box = bill.Box([1, 2])
+    assert box.get() == [1, 2]
+    assert box.v == [1, 2]
+    assert len(box) == 3
+    assert list(box) == [1, 2, 3]
+    assert bill.is_box(box) is True  # passed back, it is the subject's own object
+    assert isinstance(box, bill.Box)
+    assert not isinstance(5, bill.Box)
+
+
+def test_records_compare_in_the_judge(bill: Any) -> None:
+    a, b = bill.Line("tea", 3), bill.Line("tea", 3)
+    assert isinstance(a, proxies.Record)
+    assert a == b
+    assert a != bill.Line("tea", 4)
+    assert len({a, b}) == 1
+    assert a.cents == 3
+    assert isinstance(a, bill.Line)
+    pair = bill.Pair(1, 2.5)
+    assert pair == (1, 2.5)
+    assert pair.b == 2.5
+    assert bill.Color(1) is bill.Color.RED
+    assert bill.Color.RED != bill.Color.BLUE
+    custom = bill.Custom(1)  # its own __eq__: a handle, never a record
+    assert isinstance(custom, proxies.Handle)
+    with pytest.raises(proxies.Unjudgeable):
+        assert custom == bill.Custom(2)
+
+
+def test_exceptions_arrive_by_type_marked_as_the_subjects(bill: Any) -> None:
+    with pytest.raises(ValueError, match="bad value") as info:
+        bill.fail("value")
+    assert type(info.value) is ValueError
+    assert info.value._patchgate_subject is True
+    with pytest.raises(AssertionError) as ainfo:
+        bill.fail("assert")
+    assert ainfo.value._patchgate_subject is True  # not the predicate failing
+    with pytest.raises(bill.BillingError) as binfo:
+        bill.fail("invoice")
+    assert type(binfo.value).__qualname__ == "InvoiceError"
+    assert isinstance(binfo.value, bill.InvoiceError)
+    assert "no invoice" in str(binfo.value)
+    assert "fail" in binfo.value._patchgate_traceback
+
+
+def test_callbacks_run_in_the_judge(bill: Any) -> None:
+    seen: list[int] = []
+
+    def key(x: int) -> int:
+        seen.append(x)
+        return -x
+
+    assert bill.apply(key, [1, 3, 2]) == [3, 2, 1]
+    assert sorted(seen) == [1, 2, 3]
+
+
+def test_a_subject_exception_inside_a_callback_keeps_the_link(bill: Any) -> None:
+    def key(x: int) -> int:
+        with pytest.raises(ValueError, match="bad value"):
+            bill.fail("value")  # a call into the subject from inside its callback
+        return x
+
+    assert bill.apply(key, [2, 1]) == [1, 2]
+    assert bill.echo(1) == 1
+
+
+def test_calls_from_the_tests_threads_take_turns(bill: Any) -> None:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(bill.echo, range(200)))
+    assert got == list(range(200))
+
+
+def test_two_handles_to_one_object_are_released_apart(bill: Any) -> None:
+    first, second = bill.shared(), bill.shared()
+    del first
+    gc.collect()
+    assert bill.echo(0) == 0  # sends the release
+    assert second.get() == 7
+
+
+def test_a_proxy_exception_class_goes_back_as_the_class(bill: Any) -> None:
+    def boom() -> None:
+        bill.fail("invoice")
+
+    assert bill.catching(bill.BillingError, boom) == "caught no invoice"
+
+
+def test_output_logs_and_warnings_are_replayed(
+    bill: Any, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING), pytest.warns(DeprecationWarning, match="careful"):
+        assert bill.noisy() == 1
+    assert "to stdout" in capsys.readouterr().out
+    assert any(r.name == "pgbill" and r.getMessage() == "logged 1" for r in caplog.records)
+
+
+def test_environment_is_mirrored(bill: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PG_JUDGE_PROBE", "on")
+    assert bill.env("PG_JUDGE_PROBE") == "on"
+    monkeypatch.delenv("PG_JUDGE_PROBE")
+    assert bill.env("PG_JUDGE_PROBE") is None
+    monkeypatch.setenv("HOME", os.environ.get("HOME", "/"))  # unchanged: not mirrored
+    assert bill.env("HOME") is None  # the subject's own environment has none
+    assert bill.env("PATH") == os.environ["PATH"]
+
+
+def test_monkeypatching_production_code_is_a_clear_error(
+    bill: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(proxies.Unjudgeable, match="monkeypatching production code"):
+        monkeypatch.setattr(bill, "prorate", lambda *a: 0)
+    with pytest.raises(proxies.Unjudgeable):
+        del bill.prorate
+
+
+def test_a_subject_that_never_answers_times_out(tmp_path: Path) -> None:
+    with subject(tmp_path, BILLING, ("pgbill",), timeout_s=0.5) as pair:
+        bill = pair.module("pgbill")
+        with pytest.raises(proxies.SubjectLost, match="no answer") as info:
+            bill.hang()
+        assert info.value._patchgate_subject is True
+        with pytest.raises(proxies.SubjectLost):  # the link is dead for the rest of the run
+            bill.echo(1)
+        pair.proc.kill()
+
+
+def test_an_answer_over_the_size_cap_is_refused_not_truncated(tmp_path: Path) -> None:
+    with subject(tmp_path, BILLING, ("pgbill",), caps={"max_message": 4096}) as pair:
+        bill = pair.module("pgbill")
+        with pytest.raises(Exception, match="over 4096 bytes") as info:
+            bill.big()
+        assert info.value._patchgate_subject is True
+        assert bill.echo("small") == "small"  # control: the link still works
+
+
+@pytest.mark.parametrize("attack", ["junk", "flood"])
+def test_a_subject_that_writes_garbage_or_floods_the_pipe_is_lost(
+    tmp_path: Path, attack: str
+) -> None:
+    with subject(tmp_path, BILLING, ("pgbill",)) as pair:
+        bill = pair.module("pgbill")
+        assert bill.echo(1) == 1  # control
+        with pytest.raises(proxies.SubjectLost, match="refuses"):
+            getattr(bill, attack)()
+        pair.proc.kill()
+
+
+def test_a_subject_that_exits_is_lost(tmp_path: Path) -> None:
+    with subject(tmp_path, BILLING, ("pgbill",)) as pair:
+        bill = pair.module("pgbill")
+        with pytest.raises(proxies.SubjectLost, match="ended"):
+            bill.leave()
+        assert pair.proc.wait() == 9
+
+
+def test_only_production_modules_are_imported_by_the_subject(tmp_path: Path) -> None:
+    with subject(tmp_path, BILLING, ("pgbill",)) as pair:
+        with pytest.raises(ImportError, match="production modules only"):
+            pair.client.request("import", module="os")
+        assert os.getpid() != pair.proc.pid
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a child as another uid")
+def test_a_tests_directories_are_shared_with_the_subject_group_only() -> None:
+    """share() (patchgate_judge): the test's dir becomes 2770 in the judge's one supplementary
+    group, its parents the judge owns get group traverse only; a parent it does not own is left."""
+    from tests.unit._inside_helpers import judge  # noqa: PLC0415 - the plugin module, by path
+
+    judge_uid, shared = 54321, 54322
+    root = Path(tempfile.mkdtemp())  # under /tmp: reachable by the judge's uid
+    root.chmod(0o711)
+    top = root / "basetemp"
+    test_dir = top / "pytest-0" / "test_x0"
+    test_dir.mkdir(parents=True, mode=0o700)
+    for p in (top, top.parent / "basetemp" / "pytest-0", test_dir):
+        os.chown(p, judge_uid, judge_uid)
+        os.chmod(p, 0o700)
+    pid = os.fork()
+    if pid == 0:  # the judge: its own uid, the shared group as its one extra group
+        try:
+            os.setgroups([shared])
+            os.setgid(judge_uid)
+            os.setuid(judge_uid)
+            judge.share(str(test_dir))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    st = os.stat(test_dir)
+    assert (st.st_gid, st.st_mode & 0o7777) == (shared, 0o2770)
+    for parent in (top / "pytest-0", top):
+        pst = os.stat(parent)
+        assert (pst.st_gid, pst.st_mode & 0o777) == (shared, 0o710)
+    assert os.stat(root).st_gid != shared  # not the judge's: untouched
+    shutil.rmtree(root)
