@@ -210,10 +210,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(f"keyring    {source}", file=sys.stderr)
-        print(f"judge      {_judge_of(args.receipt)}")
         for line in found.stale:
             print(f"stale      {line}")
         for line in found.unverifiable:
             print(f"unverified {line}")
+        print(f"judge      {_judge_of(args.receipt)}")
         print(f"receipt    {found.verdict}")
     return found.exit_code

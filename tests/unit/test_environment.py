@@ -4,6 +4,7 @@ refusals and mounts (fake runtime)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -17,6 +18,7 @@ from executord.runs.environment import ENV, Bare
 from executord.runs.executor import Executor
 from executord.runs.fakeruntime import FakeRuntime
 from executord.runs.request import ExecuteInput, PropertyRun, TreeItem
+from executord.runs.sandboxspec import JudgeRun
 from executord.sandbox.container import Mount, SandboxPolicy
 from executord.store.blobstore import BlobStore, Chunk
 from patchgate.digest import FileEntry, Manifest
@@ -289,9 +291,14 @@ def test_an_environment_run_mounts_the_tree_not_the_executor_venv(tmp_path: Path
     runtime = FakeRuntime()
     executor, _ = _executor(tmp_path, runtime)
     signed = environment_digest(_entries(ENV_FILES))
-    prepared = executor.prepare(_request(signed, ENV_FILES))
+    # judge off: the one process gets the environment and the source roots on its path
+    prepared = executor.prepare(dataclasses.replace(_request(signed, ENV_FILES), judge="off"))
     try:
         report, _ = executor.run(prepared, lambda _p: None, threading.Event())
+        # judge on: the judge's path is the same; the subject's is the environment (it adds the
+        # source roots itself)
+        judge = JudgeRun(source_roots=("src",), production=("pkg",), bound_ms=1000, deadline_ms=1)
+        config = executor._layout(prepared)._config(judge, CMD, 7, with_targets=False, batch=False)
     finally:
         executor.cleanup(prepared)
     assert report.environment == signed
@@ -303,6 +310,9 @@ def test_an_environment_run_mounts_the_tree_not_the_executor_venv(tmp_path: Path
     assert targets["/base/lib/site-packages"].read_only
     assert spec.env["PYTHONPATH"].split(":")[1:] == [ENV, "/workspace/src"]
     assert spec.env["PATH"].split(":")[0] == "/base/bin"
+    roles: dict[str, dict[str, dict[str, str]]] = config  # type: ignore[assignment]
+    assert roles["judge"]["env"]["PYTHONPATH"].split(":")[1:] == [ENV, "/workspace/src"]
+    assert roles["subject"]["env"]["PYTHONPATH"] == ENV
 
     legacy = FakeRuntime()
     old, _ = _executor(tmp_path / "legacy", legacy)
