@@ -38,45 +38,45 @@ __all__ = ["build_parser", "main"]
 
 # Module names, in the order their commands are listed in --help. Adding a command = one line here.
 _COMMANDS: tuple[str, ...] = (
-    "client.commands.digest",
-    "client.commands.dualpin",
-    "client.commands.flake",
+    "client.commands.ledgers.digest",
+    "client.commands.ledgers.dualpin",
+    "client.commands.ledgers.flake",
     "client.commands.check",
     "client.commands.properties",
     "client.commands.verify",
     "client.commands.explain",
     "client.commands.demo",
     "client.commands.up",
-    "client.commands.init",
-    "client.commands.pin",
-    "client.commands.env",
+    "client.commands.operator.init",
+    "client.commands.operator.pin",
+    "client.commands.operator.env",
 )
 # Command name -> its module, so that running one command imports only its module (``digest``
 # needs neither grpc nor docker). --help, or an unknown command, imports them all.
 _MODULE_OF: dict[str, str] = {
-    "digest": "client.commands.digest",
-    "dual-pin": "client.commands.dualpin",
-    "flake-observe": "client.commands.flake",
+    "digest": "client.commands.ledgers.digest",
+    "dual-pin": "client.commands.ledgers.dualpin",
+    "flake-observe": "client.commands.ledgers.flake",
     "check": "client.commands.check",
     "properties": "client.commands.properties",
     "verify-receipt": "client.commands.verify",
     "explain": "client.commands.explain",
     "demo": "client.commands.demo",
     "up": "client.commands.up",
-    "env": "client.commands.env",
+    "env": "client.commands.operator.env",
     "down": "client.commands.up",
-    "init": "client.commands.init",
-    "pin": "client.commands.pin",
+    "init": "client.commands.operator.init",
+    "pin": "client.commands.operator.pin",
 }
 # Commands that log nothing: they skip structlog's import and set-up (start-up time of ``digest``).
 _NO_LOGGING = frozenset(
     {
-        "client.commands.digest",
-        "client.commands.dualpin",
+        "client.commands.ledgers.digest",
+        "client.commands.ledgers.dualpin",
         "client.commands.explain",
-        "client.commands.flake",
-        "client.commands.init",
-        "client.commands.pin",
+        "client.commands.ledgers.flake",
+        "client.commands.operator.init",
+        "client.commands.operator.pin",
     }
 )
 
