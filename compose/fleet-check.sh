@@ -25,8 +25,9 @@ mkdir -p "$out"
 out=$(realpath "$out")
 chown 10001:10001 "$out"
 certs=$dir/certs
-# git refuses a repository owned by another uid unless it is a safe.directory (global config; the
-# client drops GIT_* variables from its git calls, so it goes into $HOME/.gitconfig of the container)
+# git refuses a repository owned by another uid unless it is a safe.directory, and patchgate's git
+# calls ignore git's global configuration (a repository's or a user's git setup never steers them):
+# the client container reads its own copy of the repository, owned by the container's user
 exec docker run --rm --network "${stack}_fleet" \
   --label "patchgate.fleet-client=$stack" \
   -v "$repo:/work/repo:ro" -v "$patch:/work/patch.diff:ro" -v "$out:/work/out" \
@@ -34,9 +35,9 @@ exec docker run --rm --network "${stack}_fleet" \
   -v "$certs/ca.crt:/etc/patchgate/tls/ca.crt:ro" \
   -v "$certs/client.crt:/etc/patchgate/tls/client.crt:ro" \
   -v "$certs/client.key:/etc/patchgate/tls/client.key:ro" \
-  "$image" sh -c 'git config --global --add safe.directory /work/repo && exec "$@"' sh \
+  "$image" sh -c 'cp -R /work/repo /tmp/repo && exec "$@"' sh \
   patchgate check \
-  --repo /work/repo --base "$base" --patch /work/patch.diff --out /work/out \
+  --repo /tmp/repo --base "$base" --patch /work/patch.diff --out /work/out \
   --signer signerd:7700 --executor dns:///tasks.executord:7701 \
   --operator-keyring /etc/patchgate/operator-keyring.json \
   --signer-tls-ca /etc/patchgate/tls/ca.crt --signer-tls-cert /etc/patchgate/tls/client.crt \
