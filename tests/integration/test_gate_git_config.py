@@ -38,9 +38,10 @@ def _plant(repo: Path, marks: Path, tmp: Path) -> None:
     script = tmp / "evil.sh"
     script.write_text(f'#!/bin/sh\ntouch "{marks}/$1"\nshift\ncat "$@" 2>/dev/null\nexit 0\n')
     script.chmod(0o755)
-    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
-    assert _git(repo, "add", ".gitattributes").returncode == 0
-    assert _git(repo, "commit", "-qm", "attributes naming the driver").returncode == 0
+    # the repository's own attributes file (not in the commit: a committed filter attribute makes
+    # the base a configuration error, issue 22, tested at the end)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("* filter=evil diff=evil\n")
     included = tmp / "included.cfg"
     included.write_text(f'[core]\n\tfsmonitor = "{script} fsmonitor-included"\n'
                         f'[diff "evil"]\n\tcommand = "{script} diffcmd"\n')  # fmt: skip
@@ -101,4 +102,14 @@ def test_no_repository_configured_command_runs(
     assert self_test.returncode == 0, self_test.stdout + self_test.stderr
     verify = gate.verify(check.out / "receipt.json", billing_repo)
     assert verify.code == 0, verify.stdout + verify.stderr
+    assert sorted(p.name for p in marks.iterdir()) == [], "a repository-configured command ran"
+    # committed, the attribute is a configuration error of the base (78), and still runs nothing
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    assert _git(repo, "add", ".gitattributes").returncode == 0
+    assert _git(repo, "commit", "-qm", "attributes naming the driver").returncode == 0
+    for p in marks.iterdir():  # git's own add and commit ran the plant (hooks, fsmonitor)
+        p.unlink()
+    refused = gate.check(billing_repo, "prorate_refactor.patch")
+    assert refused.code == 78, refused.stdout + refused.stderr
+    assert "filter=evil" in refused.stderr
     assert sorted(p.name for p in marks.iterdir()) == [], "a repository-configured command ran"
