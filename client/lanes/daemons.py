@@ -215,9 +215,23 @@ def _stop_identified(pid: int, identity: str, grace: float) -> bool:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             _exited(pidfd, None)
+        _reaped(pid, grace)
         return True
     finally:
         os.close(pidfd)
+
+
+def _reaped(pid: int, timeout: float) -> None:
+    """Wait (bounded) until the exited process has left the process table: a daemon ``up``
+    started is not our child, so its parent (init) reaps it a moment after it exits. The pidfd
+    we hold keeps the pid from being reused meanwhile."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
 
 
 def _exited(pidfd: int, timeout: float | None) -> bool:
