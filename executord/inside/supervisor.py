@@ -297,7 +297,7 @@ class Supervisor:
             subject.status = subject.proc.returncode = os.waitstatus_to_exitcode(status)
             self._subject_ended(subject)
 
-    def reap(self, judge: _Child, subject: _Child) -> None:
+    def reap(self, judge: _Child, subject: _Child, jlines: _Lines | None = None) -> None:
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -310,7 +310,17 @@ class Supervisor:
                     child.status = os.waitstatus_to_exitcode(status)
                     child.proc.returncode = child.status
                     if child is subject:
+                        if jlines is not None:
+                            self._drain_judge(jlines, subject)
                         self._subject_ended(subject)
+
+    def _drain_judge(self, jlines: _Lines, subject: _Child) -> None:
+        """Every judge record already written, before the subject's end is placed: the subject
+        exits when the judge closes the link, after its last item, so that item is in the pipe
+        by now; read late, the end was counted against the test that had just passed."""
+        while not jlines.eof and select.select([jlines.fd], [], [], 0)[0]:
+            for line in jlines.read():
+                self.from_judge(line, subject)
 
     def _subject_ended(self, subject: _Child) -> None:
         code = subject.status
@@ -347,7 +357,7 @@ class Supervisor:
                             self.from_subject(line)
                     if r.over and r is slines:
                         self.from_subject(b"")
-            self.reap(judge, subject)
+            self.reap(judge, subject, jlines)
             now = time.monotonic()
             if deadline is not None and now > deadline:
                 self.kill(subject, "the run's deadline")
