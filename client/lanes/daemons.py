@@ -222,15 +222,11 @@ def _stop_identified(pid: int, identity: str, grace: float) -> bool:
 
 
 def _reaped(pid: int, timeout: float) -> None:
-    """Wait (bounded) until the exited process has left the process table: a daemon ``up``
-    started is not our child, so its parent (init) reaps it a moment after it exits. The pidfd
-    we hold keeps the pid from being reused meanwhile."""
+    """Wait (bounded) until the exited process has left the process table: our own child
+    (``demo``'s daemons) we reap here; one ``up`` started is init's, reaped a moment after it
+    exits. The pidfd we hold keeps the pid from being reused meanwhile."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
+    while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

@@ -57,6 +57,7 @@ def test_the_process_up_started_is_stopped(tmp_path: Path) -> None:
     _lane(tmp_path, daemon.pid, identity)
     said: list[str] = []
     assert lane_down(tmp_path, said.append) is True
-    assert daemon.wait() != 0  # SIGTERM ended it
+    assert daemon.poll() is not None  # a long sleeper gone: down ended it (our child: reaped it)
+    assert process_identity(daemon.pid) is None
     assert not is_running(daemon.pid, identity)
     assert stop_pid(daemon.pid, identity=identity) is False  # gone: nothing to signal
