@@ -125,6 +125,12 @@ class _Job:
         return first if len(self.props) == 1 else f"{first} +{len(self.props) - 1}"
 
 
+def _why(outcome: RunOutcome) -> str:
+    """A failed run's reason for the progress line: the first line of its failure signature."""
+    text = outcome.failure_signature.strip() if outcome.outcome != "pass" else ""
+    return f" ({text.splitlines()[0][:100]})" if text else ""
+
+
 def _result_entry(result: ExecutionResult, pid: str, attempt: int) -> dict[str, Any]:
     return {
         "property_id": pid,
@@ -305,7 +311,11 @@ class _LaneRun:
                 continue
             kept.append(p.id)
             self.done += 1
-            runs_tag = ", ".join(f"run {k} {v}" for k, v in sorted(entry["outcomes"].items()))
+            runs_tag = ", ".join(
+                f"run {o.run_index} {o.outcome}{_why(o)}"
+                for o in sorted(got.outcomes, key=lambda o: o.run_index)
+                if o.property_id == p.id
+            )
             tag = runs_tag or f"transport {', '.join(entry['transport']) or 'none'}"
             keyid = f" (key {got.executor_keyid[:12]})" if got.executor_keyid else ""
             self._say(f"{where}{keyid}: {tag}")
