@@ -185,6 +185,8 @@ class Supervisor:
     current: str = ""  # the test the judge is in ("" between tests)
     since: float = 0.0
     garbage: bool = False
+    finished: bool = False  # the judge's reporter sent its session's final record
+    suspect: str = ""  # the test whose item arrived while the subject was already ending
 
     def emit(self, rec: dict[str, Any]) -> None:
         if self.started:
@@ -248,8 +250,13 @@ class Supervisor:
             return
         if kind == "item":
             if subject is not None and subject.status is None and _dying(subject.proc.pid):
-                self._reap_one(subject)  # it ended during this test: say so for this test
+                # It ended during this test, or after the judge's goodbye (which follows the
+                # session's final record): the reap, after reading what the judge already wrote,
+                # tells the two apart.
+                self.suspect = self.suspect or self.current
             self.current = ""
+        elif kind == "finish":
+            self.finished = True
         self.out.send(rec)
         if kind == "start" and not self.started:
             self.started = True
@@ -291,12 +298,6 @@ class Supervisor:
         if child.uid is not None:
             _kill_uid(child.uid)
 
-    def _reap_one(self, subject: _Child) -> None:
-        with contextlib.suppress(ChildProcessError):
-            _, status = os.waitpid(subject.proc.pid, 0)
-            subject.status = subject.proc.returncode = os.waitstatus_to_exitcode(status)
-            self._subject_ended(subject)
-
     def reap(self, judge: _Child, subject: _Child, jlines: _Lines | None = None) -> None:
         while True:
             try:
@@ -307,17 +308,19 @@ class Supervisor:
                 return
             for child in (judge, subject):
                 if pid == child.proc.pid:
+                    if child is subject and jlines is not None:
+                        self._drain_judge(jlines, subject)  # while its status is still unset
                     child.status = os.waitstatus_to_exitcode(status)
                     child.proc.returncode = child.status
                     if child is subject:
-                        if jlines is not None:
-                            self._drain_judge(jlines, subject)
                         self._subject_ended(subject)
 
     def _drain_judge(self, jlines: _Lines, subject: _Child) -> None:
         """Every judge record already written, before the subject's end is placed: the subject
-        exits when the judge closes the link, after its last item, so that item is in the pipe
-        by now; read late, the end was counted against the test that had just passed."""
+        exits when the judge closes the link, after its last item and its session's final
+        record, so both are in the pipe by now; an item read here finds the subject ending (a
+        zombie not yet reaped) and makes its test the suspect, and the final record says the
+        end came after the goodbye."""
         while not jlines.eof and select.select([jlines.fd], [], [], 0)[0]:
             for line in jlines.read():
                 self.from_judge(line, subject)
@@ -332,7 +335,13 @@ class Supervisor:
             event, detail = "crash", f"killed by signal {-code}"
         else:
             event, detail = "exit", ""
-        self.emit({"kind": "subject", "event": event, "nodeid": self.current, "detail": detail,
+        nodeid = self.suspect or self.current
+        if event == "exit" and code == 0 and self.finished and not self.current:
+            # Its own end after the judge's goodbye: the judge says goodbye (closing the link)
+            # only after its session's final record, which the drain before this has read. Read
+            # late under load, the last test's item used to find the subject already gone.
+            nodeid = ""
+        self.emit({"kind": "subject", "event": event, "nodeid": nodeid, "detail": detail,
                    "returncode": code})  # fmt: skip
 
     def run(self) -> int:
