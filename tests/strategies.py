@@ -19,6 +19,7 @@ __all__ = [
     "json_values",
     "junk_json_bytes",
     "manifests",
+    "python_edits",
     "safe_paths",
     "sha256_hex",
 ]
@@ -98,3 +99,69 @@ def credit_cases(draw: st.DrawFn) -> dict[str, Any]:
         "local": local,
         "stopped": draw(st.sampled_from(("", "", "reject_oracle_moved", "unavailable"))),
     }
+
+
+# statements for python_edits: multi-line ones too, so a site may reach past a changed line
+_ANY_STMTS = (
+    "x = a + 1", "y = a * 2 - b", "assert a is not None", "z = not a or b",
+    "if a < b:\n    a = 3", "while a >= 4:\n    a -= 1", "w = (a <\n     b)",
+    'q = sum((v for v in [a]), Decimal("0.5"))', "import os", "# a comment", "s = 'text'",
+)  # fmt: skip
+_DEF_STMTS = (*_ANY_STMTS, "return a + b", "return None", "def inner(c=2):\n    return c + 1")
+_DOC = '"""doc"""'
+
+
+def _indent(stmts: list[str], by: str) -> list[str]:
+    lines = [by + line for stmt in stmts for line in stmt.splitlines()]
+    return lines if any(not s.startswith("#") for s in stmts) else [*lines, by + "pass"]
+
+
+@st.composite
+def _edited(draw: st.DrawFn, pool: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """A statement list and its edit: the same, one statement replaced, inserted or deleted."""
+    base = draw(st.lists(st.sampled_from(pool), max_size=4))
+    patched = list(base)
+    edit = draw(st.sampled_from(("same", "replace", "insert", "delete")))
+    i = draw(st.integers(0, len(base)))
+    if edit == "insert":
+        patched.insert(i, draw(st.sampled_from(pool)))
+    elif edit in ("replace", "delete") and i < len(base):
+        patched[i : i + 1] = [draw(st.sampled_from(pool))] if edit == "replace" else []
+    return base, patched
+
+
+@st.composite
+def python_edits(draw: st.DrawFn) -> tuple[bytes, bytes, list[str | None]]:
+    """A module's base and patched sources (functions, a nested def, a class with a method, top
+    code; statements replaced, inserted or deleted) and the qualnames its symbols have."""
+    parts: list[tuple[list[str], list[str]]] = []
+    names: list[str | None] = [None]
+    for n in range(draw(st.integers(1, 3))):
+        base, patched = draw(_edited(_DEF_STMTS))
+        doc = draw(st.sampled_from(([], [_DOC])))
+        head = [f"@wrap({n})", f"def f{n}(a, b={n}):"]
+        parts.append((head + _indent(doc + base, "    "), head + _indent(doc + patched, "    ")))
+        names += [f"f{n}", f"f{n}.<locals>.inner"]
+    attrs_base, attrs_patched = draw(_edited(_ANY_STMTS))
+    meth_base, meth_patched = draw(_edited(_DEF_STMTS))
+    head = ["class C(Base, k=1):"]
+    meth = ["    def m(self, a, b=0):"]
+    parts.append(
+        (
+            head + _indent(attrs_base, "    ") + meth + _indent(meth_base, "        "),
+            head + _indent(attrs_patched, "    ") + meth + _indent(meth_patched, "        "),
+        )
+    )
+    names += ["C", "C.m", "C.m.<locals>.inner"]
+    top_base, top_patched = draw(_edited(_ANY_STMTS))
+    parts.append((top_base, top_patched))
+    order = draw(st.permutations(range(len(parts))))
+    prelude = [
+        "from decimal import Decimal",
+        "def wrap(n):",
+        "    return lambda f: f",
+        "Base = object",
+    ]
+    base = "\n".join(prelude + [line for i in order for line in parts[i][0]]) + "\n"
+    patched = "\n".join(prelude + [line for i in order for line in parts[i][1]]) + "\n"
+    return base.encode(), patched.encode(), names

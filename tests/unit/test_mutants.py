@@ -1,4 +1,5 @@
-"""Mutants of one changed symbol: each operator, the seeded choice, only the symbol's bytes."""
+"""Mutants of one changed symbol, every line changed: each operator, the capped sample, only the
+symbol's bytes (the v2 rules on changed lines are in test_mutants_v2)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import ast
 
 import pytest
 
-from client.analysis.mutation.mutants import make_mutants
+from client.analysis.mutation.mutants import NO_SITE, MutantSet, make_mutants
 
 SRC = b'''"""mod"""
 
@@ -35,8 +36,17 @@ class C:
 '''
 
 
+EVERY_LINE = frozenset(range(1, 1000))
+
+
+def _make(
+    source: bytes, qualname: str | None, cap: int = 1000, seed: int | None = None
+) -> MutantSet:
+    return make_mutants(source, qualname, changed_lines=EVERY_LINE, cap=cap, seed=seed)
+
+
 def _all(qualname: str | None) -> list[tuple[str, int, bytes]]:
-    ms = make_mutants(SRC, qualname, k=1000, seed="s")
+    ms = _make(SRC, qualname)
     return [(m.operator, m.line, m.source) for m in ms.mutants]
 
 
@@ -97,12 +107,12 @@ def test_module_symbol_mutates_top_level_code_only() -> None:
     assert {op for op, _, _ in muts} == {"constant+1", "constant-1", "pass"}
 
 
-def test_the_choice_is_deterministic_from_the_seed() -> None:
-    one = make_mutants(SRC, "f", k=4, seed="sha1:mod.f")
-    again = make_mutants(SRC, "f", k=4, seed="sha1:mod.f")
-    other = [make_mutants(SRC, "f", k=4, seed=f"sha{i}:mod.f") for i in range(2, 8)]
+def test_the_capped_sample_is_deterministic_from_the_seed() -> None:
+    one = _make(SRC, "f", cap=4, seed=1)
+    again = _make(SRC, "f", cap=4, seed=1)
+    other = [_make(SRC, "f", cap=4, seed=i) for i in range(2, 8)]
     assert one == again
-    assert len(one.mutants) == 4
+    assert (len(one.mutants), one.seed) == (4, 1)
     assert any(o.mutants != one.mutants for o in other)
 
 
@@ -115,7 +125,7 @@ def test_every_mutant_compiles_and_differs() -> None:
 def test_a_mutant_that_does_not_compile_is_skipped_and_counted() -> None:
     # a match pattern takes a signed literal only: ``case -(2):`` is a SyntaxError
     src = b"def h(v):\n    match v:\n        case -1:\n            return 7\n"
-    ms = make_mutants(src, "h", k=100, seed="s")
+    ms = _make(src, "h")
     assert ms.skipped == 2
     assert ms.sites == len(ms.mutants) + 2
     assert all(m.line != 3 for m in ms.mutants)
@@ -123,16 +133,15 @@ def test_a_mutant_that_does_not_compile_is_skipped_and_counted() -> None:
 
 
 def test_no_site_and_unknown_symbol_say_why() -> None:
-    assert make_mutants(b"def h():\n    pass\n", "h", k=4, seed="s").problem == (
-        "no applicable site"
-    )
-    assert "not defined" in make_mutants(SRC, "nope", k=4, seed="s").problem
-    assert "does not parse" in make_mutants(b"def (", "h", k=4, seed="s").problem
+    assert _make(b"def h():\n    pass\n", "h", cap=4).problem == NO_SITE
+    assert "not defined" in _make(SRC, "nope", cap=4).problem
+    assert "does not parse" in _make(b"def (", "h", cap=4).problem
 
 
-def test_k_caps_the_count() -> None:
-    assert len(make_mutants(SRC, "f", k=2, seed="s").mutants) == 2
-    assert make_mutants(SRC, "f", k=0, seed="s").mutants == ()
+def test_cap_caps_the_count_and_zero_is_off() -> None:
+    assert len(_make(SRC, "f", cap=2).mutants) == 2
+    assert _make(SRC, "f", cap=0) == MutantSet()
+    assert _make(SRC, "f", cap=-1) == MutantSet()
 
 
 def test_a_symbol_defined_in_an_except_handler_or_a_match_case_is_mutated() -> None:
@@ -143,5 +152,5 @@ def test_a_symbol_defined_in_an_except_handler_or_a_match_case_is_mutated() -> N
         b"match 1:\n    case 1:\n        def picked(a):\n            return a - 1\n"
     )
     for name in ("slow", "picked"):
-        ms = make_mutants(src, name, k=4, seed="s")
+        ms = _make(src, name, cap=4)
         assert ms.mutants, (name, ms.problem)

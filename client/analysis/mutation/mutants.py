@@ -1,4 +1,5 @@
-"""Mutants of one changed symbol, made from the patched file's source: pure AST work, no I/O.
+"""Mutants of one changed symbol (mutation stage v2), made from the patched file's source: pure AST
+work, no I/O.
 
 A mutant changes one site of the symbol with one classic operator:
 
@@ -8,40 +9,66 @@ operator            change
 ``compare``         ``<``↔``<=``, ``>``↔``>=``, ``==``↔``!=``, ``is``↔``is not``, ``in``↔``not in``
 ``arith``           ``+``↔``-``, ``*``↔``/``, ``//``→``*``, ``%``→``//``, ``**``→``*``,
                     ``<<``↔``>>``, ``&``↔``|``, ``^``→``&`` (in an expression or ``x op= y``)
-``constant+1``      a number constant plus one (``bool`` is not a number here)
-``constant-1``      a number constant minus one
+``constant+1``      a number constant plus one (``bool`` is not a number here), or the numeric
+                    string given to ``Decimal(...)``/``decimal.Decimal(...)``/``Fraction(...)``/
+                    ``fractions.Fraction(...)`` with its value plus one (``Decimal("0")`` →
+                    ``Decimal("1")``)
+``constant-1``      the same, minus one (``Decimal("0.01")`` → ``Decimal("-0.99")``)
 ``boolop``          ``and``↔``or``
 ``not-dropped``     ``not x`` → ``x``
 ``negate``          the condition of an ``if``, ``while``, conditional expression or ``assert``
                     → ``not (cond)``
-``return-none``     ``return e`` → ``return None``
+``return-none``     ``return e`` → ``return None`` (nothing for ``return None`` or ``return``)
 ``pass``            one simple statement → ``pass``
 ==================  ================================================================
 
-Every applicable (operator, site) pair is listed in source order; the list is shuffled by
-``random.Random("<patch sha256>:<symbol>")`` and taken in that order until ``k`` mutants compile,
-so one patch always gets the same mutants. A mutant replaces only the bytes of its site (a
-parenthesized ``ast.unparse`` of the changed expression, or the changed statement), which lie
-inside the symbol's lines: every other byte of the file is unchanged. A mutant that does not
-compile (the whole file, as Python compiles it) is skipped and counted; so is one whose tree equals
-the original's (an equivalent rewrite).
+**Where** (issue 21): sites only on the lines the patch added or changed (``changed_lines``, see
+:func:`changed_lines`) inside the symbol's *own* statements, as the gate's walker
+(:func:`client.analysis.patch.symbols.definitions`) draws them:
 
-The sites of a function or class are in its whole definition (decorators, defaults and nested
-definitions included, its docstring excluded); the sites of ``module:<mod>`` are in the module's
-top-level statements that are not definitions.
+* a function or method: its decorators, its defaults and its body statements — not a nested def
+  or class (decorators, defaults and body: it is its own symbol, ``f.<locals>.g``, ``C.D``);
+* a class: its decorators, bases, keywords and the class-body statements that are not defs — not
+  its methods;
+* ``module:<mod>`` (qualname None): the top-level statements that are not definitions.
+
+A docstring is no site. A site counts when its node's line range ``[lineno, end_lineno]`` (the
+node whose bytes the mutant replaces) meets the changed lines; a change with no such site (a pure
+deletion, a docstring or a comment) makes no mutant: "no mutable site on the lines the patch
+changed".
+
+**Which**: every applicable (operator, site) pair is tried, in source order; a mutant that does not
+compile (the whole file, as Python compiles it) or whose tree equals the original's (an equivalent
+rewrite) is skipped and counted; every other one is a candidate. When there are more candidates
+than ``cap``, ``cap`` of them are drawn by ``random.Random(seed)`` (the caller's seed, else 64 bits
+from :mod:`secrets`: the author of a patch cannot steer the sample) and kept in source order; the
+seed is recorded in the result. Without a cap that applies the result is a pure function of
+(source, qualname, changed lines) and its seed is None. Nothing is derived from the patch bytes.
+
+A mutant replaces only the bytes of its site (a parenthesized ``ast.unparse`` of the changed
+expression, a new string literal, or the changed statement): every other byte of the file is
+unchanged.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import difflib
+import math
 import random
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import re
+import secrets
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from decimal import Context, Decimal, InvalidOperation
+from fractions import Fraction
 
 from client.analysis.patch.symbols import definitions
 
-__all__ = ["Mutant", "MutantSet", "make_mutants", "symbol_node"]
+__all__ = ["NO_SITE", "Mutant", "MutantSet", "changed_lines", "make_mutants", "symbol_node"]
+
+NO_SITE = "no mutable site on the lines the patch changed"
 
 _COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
@@ -59,6 +86,14 @@ _SIMPLE = (
     ast.Assert, ast.Import, ast.ImportFrom,
 )  # fmt: skip
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+# the constructors whose numeric string argument is a constant: dotted name -> number type
+_NUMBER_CALLS: dict[str, type[Decimal] | type[Fraction]] = {
+    "Decimal": Decimal, "decimal.Decimal": Decimal,
+    "Fraction": Fraction, "fractions.Fraction": Fraction,
+}  # fmt: skip
+_EXPONENT = re.compile(r"[eE]\s*([+-]?[0-9_]+)")
+_MAX_EXPONENT = 1000  # a literal past 1e±1000 is not worth exact arithmetic on
 
 
 @dataclass(frozen=True)
@@ -77,13 +112,14 @@ class Mutant:
 
 @dataclass(frozen=True)
 class MutantSet:
-    """The mutants made for one symbol, and how many candidates were skipped."""
+    """The mutants made for one symbol, and how they were counted and chosen."""
 
-    mutants: tuple[Mutant, ...] = ()
-    sites: int = 0  # applicable (operator, site) pairs
+    mutants: tuple[Mutant, ...] = ()  # all candidates, or the capped sample, in source order
+    sites: int = 0  # applicable (operator, site) pairs on the changed lines
+    candidates: int = 0  # compiling, non-equivalent mutants before the cap
     skipped: int = 0  # did not compile, or equal to the original
+    seed: int | None = None  # the sample's seed when the cap applied, else None
     problem: str = ""  # why nothing could be made ("" when something could)
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -91,6 +127,21 @@ class _Site:
     operator: str
     node: ast.AST  # the node whose bytes are replaced
     new: str  # its replacement text
+
+
+def changed_lines(base: bytes | None, patched: bytes) -> frozenset[int]:
+    """1-based line numbers of ``patched`` added or changed relative to ``base`` (None: a new
+    file, every line), by :class:`difflib.SequenceMatcher` over lines; a deletion adds none."""
+    new = patched.splitlines()
+    if base is None:
+        return frozenset(range(1, len(new) + 1))
+    matcher = difflib.SequenceMatcher(None, base.splitlines(), new, autojunk=False)
+    return frozenset(
+        line
+        for tag, _i1, _i2, j1, j2 in matcher.get_opcodes()
+        if tag in ("replace", "insert")
+        for line in range(j1 + 1, j2 + 1)
+    )
 
 
 def _is_docstring(stmt: ast.stmt, body: list[ast.stmt]) -> bool:
@@ -114,6 +165,44 @@ def _with(node: ast.AST, **changes: object) -> ast.AST:
     return new
 
 
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return None
+
+
+def _shifted(text: str, kind: type[Decimal] | type[Fraction], delta: int) -> str | None:
+    """The numeric string ``text`` (as ``kind`` reads it) with ``delta`` added, as ``kind`` would
+    read it back; None if it is not a finite number of that kind."""
+    exponent = _EXPONENT.search(text)
+    if exponent is not None and abs(int(exponent.group(1).replace("_", ""))) > _MAX_EXPONENT:
+        return None
+    try:
+        if kind is Fraction:
+            return str(Fraction(text) + delta)
+        value = Decimal(text)
+    except (ValueError, ZeroDivisionError, InvalidOperation):
+        return None
+    if not value.is_finite():
+        return None
+    digits = len(value.as_tuple().digits) + abs(int(value.as_tuple().exponent)) + 2
+    return str(Context(prec=digits).add(value, Decimal(delta)))  # exact: enough digits
+
+
+def _number_sites(node: ast.Call) -> Iterator[_Site]:
+    kind = _NUMBER_CALLS.get(_dotted(node.func) or "")
+    arg = node.args[0] if node.args else None
+    if kind is None or not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+        return
+    for sign, delta in (("+", 1), ("-", -1)):
+        text = _shifted(arg.value, kind, delta)
+        if text is not None:
+            yield _Site(f"constant{sign}1", arg, f'"{text}"')
+
+
 def _expr_sites(node: ast.AST) -> Iterator[_Site]:
     if isinstance(node, ast.Compare):
         for i, op in enumerate(node.ops):
@@ -134,12 +223,14 @@ def _expr_sites(node: ast.AST) -> Iterator[_Site]:
         isinstance(node, ast.Constant)
         and isinstance(node.value, (int, float))
         and not isinstance(node.value, bool)
+        and math.isfinite(node.value)
     ):
-        for sign, delta in (("+", 1), ("-", 1)):
-            value = node.value + delta if sign == "+" else node.value - delta
-            yield _Site(f"constant{sign}1", node, f"({value!r})")
+        yield _Site("constant+1", node, f"({node.value + 1!r})")
+        yield _Site("constant-1", node, f"({node.value - 1!r})")
     elif isinstance(node, ast.IfExp):
         yield _Site("negate", node.test, f"(not {_paren(node.test)})")
+    elif isinstance(node, ast.Call):
+        yield from _number_sites(node)
 
 
 def _stmt_sites(stmt: ast.stmt, body: list[ast.stmt]) -> Iterator[_Site]:
@@ -156,24 +247,27 @@ def _stmt_sites(stmt: ast.stmt, body: list[ast.stmt]) -> Iterator[_Site]:
         yield _Site("pass", stmt, "pass")
 
 
-def _walk(stmts: list[ast.stmt], *, into_defs: bool) -> Iterator[_Site]:
-    """Every site of ``stmts`` in source order (statements, then the expressions inside them)."""
+def _walk(stmts: list[ast.stmt]) -> Iterator[_Site]:
+    """Every site of ``stmts`` (statements, then the expressions inside them), nested defs and
+    classes left out: they are symbols of their own."""
     for stmt in stmts:
-        if isinstance(stmt, _DEFS):
-            if into_defs:
-                yield from _def_sites(stmt)
+        if isinstance(stmt, _DEFS) or _is_docstring(stmt, stmts):
             continue
         yield from _stmt_sites(stmt, stmts)
-        if _is_docstring(stmt, stmts):
-            continue
         for fieldname, value in ast.iter_fields(stmt):
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                yield from _walk(value, into_defs=into_defs)
+                yield from _walk(value)
             elif fieldname == "handlers":
                 for h in value:
                     if h.type is not None:
                         yield from _exprs(h.type)
-                    yield from _walk(h.body, into_defs=into_defs)
+                    yield from _walk(h.body)
+            elif fieldname == "cases":
+                for case in value:
+                    yield from _exprs(case.pattern)
+                    if case.guard is not None:
+                        yield from _exprs(case.guard)
+                    yield from _walk(case.body)
             elif isinstance(value, list):
                 for v in value:
                     if isinstance(v, ast.AST):
@@ -183,7 +277,7 @@ def _walk(stmts: list[ast.stmt], *, into_defs: bool) -> Iterator[_Site]:
 
 
 def _exprs(node: ast.AST) -> Iterator[_Site]:
-    """The expression sites under ``node`` in source order; an f-string is left alone."""
+    """The expression sites under ``node`` in walk order; an f-string is left alone."""
     if isinstance(node, ast.JoinedStr):
         return
     yield from _expr_sites(node)
@@ -191,7 +285,8 @@ def _exprs(node: ast.AST) -> Iterator[_Site]:
         yield from _exprs(child)
 
 
-def _def_sites(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Iterator[_Site]:
+def _own_sites(node: _Def) -> Iterator[_Site]:
+    """The sites of a definition's own statements (see the module docstring)."""
     for d in node.decorator_list:
         yield from _exprs(d)
     if isinstance(node, ast.ClassDef):
@@ -200,7 +295,7 @@ def _def_sites(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> I
     else:
         for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]:
             yield from _exprs(default)
-    yield from _walk(node.body, into_defs=True)
+    yield from _walk(node.body)
 
 
 def symbol_node(
@@ -223,44 +318,79 @@ def _replace(source: bytes, node: ast.AST, text: str) -> bytes:
     return source[:start] + text.encode("utf-8") + source[end:]
 
 
-def _sites_of(tree: ast.Module, qualname: str | None) -> list[_Site] | None:
-    if qualname is None:
-        return list(_walk(tree.body, into_defs=False))
-    node = symbol_node(tree, qualname)
-    if node is None:
+def _span(node: ast.AST) -> tuple[int, int]:
+    first: int = getattr(node, "lineno", 0)
+    last: int | None = getattr(node, "end_lineno", None)
+    return first, first if last is None else last
+
+
+def _lines(node: ast.AST) -> tuple[int, int]:
+    """``range`` arguments of the node's lines."""
+    first, last = _span(node)
+    return first, last + 1
+
+
+def _on_lines(sites: Iterator[_Site], changed: frozenset[int]) -> list[_Site]:
+    """The sites whose node meets ``changed``, in source order (walk order breaks ties)."""
+    kept = [s for s in sites if any(line in changed for line in range(*_lines(s.node)))]
+    kept.sort(key=lambda s: (_span(s.node)[0], getattr(s.node, "col_offset", 0)))
+    return kept
+
+
+def _mutant(source: bytes, original: str, site: _Site) -> Mutant | None:
+    """The mutant of ``site``, or None if it does not compile or equals the original."""
+    new = _replace(source, site.node, site.new)
+    try:
+        mutated = ast.parse(new)
+        compile(mutated, "<mutant>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return list(_def_sites(node))
+    if ast.dump(mutated) == original:
+        return None
+    return Mutant(site.operator, _span(site.node)[0], new)
 
 
-def make_mutants(source: bytes, qualname: str | None, *, k: int, seed: str) -> MutantSet:
-    """Up to ``k`` compiling mutants of the symbol ``qualname`` of ``source`` (None: the module's
-    top-level code), chosen by ``seed`` (``"<patch sha256>:<symbol>"``)."""
+def make_mutants(
+    source: bytes,
+    qualname: str | None,
+    *,
+    changed_lines: Collection[int],
+    cap: int,
+    seed: int | None = None,
+) -> MutantSet:
+    """The mutants of the symbol ``qualname`` of ``source`` (None: the module's top-level code) on
+    ``changed_lines``: every candidate, or a sample of ``cap`` drawn by ``seed`` (None: from
+    :mod:`secrets`) when there are more; ``cap <= 0`` is the stage off (no mutants, no problem)."""
+    if cap <= 0:
+        return MutantSet()
     try:
         tree = ast.parse(source)
         original = ast.dump(tree)
-    except (SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return MutantSet(problem=f"the patched file does not parse: {exc}")
-    sites = _sites_of(tree, qualname)
-    if sites is None:
-        return MutantSet(problem="the symbol is not defined in the patched file")
-    order = list(range(len(sites)))
-    random.Random(seed).shuffle(order)  # noqa: S311 - a reproducible choice, not a secret
-    made: list[Mutant] = []
-    skipped = 0
-    for i in order:
-        if len(made) >= k:
-            break
-        site = sites[i]
-        new = _replace(source, site.node, site.new)
-        try:
-            mutated = ast.parse(new)
-            compile(mutated, "<mutant>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            skipped += 1
-            continue
-        if ast.dump(mutated) == original:
-            skipped += 1
-            continue
-        made.append(Mutant(site.operator, site.node.lineno, new))  # type: ignore[attr-defined]
-    problem = "" if made else ("no applicable site" if not sites else "no mutant compiled")
-    return MutantSet(mutants=tuple(made), sites=len(sites), skipped=skipped, problem=problem)
+    if qualname is None:
+        everything = _walk(tree.body)
+    else:
+        node = symbol_node(tree, qualname)
+        if node is None:
+            return MutantSet(problem="the symbol is not defined in the patched file")
+        everything = _own_sites(node)
+    sites = _on_lines(everything, frozenset(changed_lines))
+    if not sites:
+        return MutantSet(problem=NO_SITE)
+    made = [m for m in (_mutant(source, original, s) for s in sites) if m is not None]
+    skipped = len(sites) - len(made)
+    if not made:
+        return MutantSet(sites=len(sites), skipped=skipped, problem="no mutant compiled")
+    used: int | None = None
+    if len(made) > cap:
+        used = secrets.randbits(64) if seed is None else seed
+        picks = sorted(random.Random(used).sample(range(len(made)), cap))  # noqa: S311 - a recorded draw
+        made = [made[i] for i in picks]
+    return MutantSet(
+        mutants=tuple(made),
+        sites=len(sites),
+        candidates=len(sites) - skipped,
+        skipped=skipped,
+        seed=used,
+    )

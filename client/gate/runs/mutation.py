@@ -1,7 +1,7 @@
 """The mutation stage: can a property that passed fail on the changed code?
 
 For every changed symbol that would otherwise earn credit, up to ``k`` mutants of the PATCHED
-symbol's source (:mod:`client.analysis.mutation.mutants`, chosen from the patch sha and the symbol).
+symbol's source (:mod:`client.analysis.mutation.mutants`; a capped sample is drawn per check).
 Each mutant runs once with only the properties that would credit the symbol, in one ``Execute`` on
 the same signed fixture envelope:
 
@@ -172,7 +172,8 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
             results[symbol] = MutationResult(problem="its source is not in the patched tree")
             per_symbol[symbol] = {"made": 0, "skipped": 0, "problem": results[symbol].problem}
             continue
-        made = make_mutants(source, site.qualname, k=k, seed=f"{patch_sha256}:{symbol}")
+        every_line = frozenset(range(1, source.count(b"\n") + 2))  # until the caller's v2 rewrite
+        made = make_mutants(source, site.qualname, changed_lines=every_line, cap=k)
         per_symbol[symbol] = {"made": len(made.mutants), "skipped": made.skipped}
         if made.problem:
             per_symbol[symbol]["problem"] = made.problem
