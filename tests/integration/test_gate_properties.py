@@ -70,6 +70,7 @@ def test_properties_writes_the_ledger_alone_on_the_expected_digest_and_nothing_o
         "billing.prorate.bounded": "pass",
         "billing.invoice_total.matches_fixture": "pass",
         "billing.orders.boundary_non_negative": "pass",
+        "billing.prorate.exact": "pass",
     }  # the quarantined checkout property (FLK-1044) does not run
-    assert sorted(r["run_index"] for r in ledger["runs"]) == [1] * 4 + [2] * 4
+    assert sorted(r["run_index"] for r in ledger["runs"]) == [1] * 5 + [2] * 5
     assert json.loads(ran.stdout)["oracle_moved"] is True

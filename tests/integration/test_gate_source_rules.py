@@ -163,6 +163,7 @@ def test_a_green_local_lane_is_confirmed_for_pure_fn_properties_only(
         "billing.prorate.non_negative",
         "billing.prorate.bounded",
         "billing.invoice_total.matches_fixture",
+        "billing.prorate.exact",
     }  # not the idempotent_io boundary property
     assert r["credits"] == {"billing.prorate": 1}
 

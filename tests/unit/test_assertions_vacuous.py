@@ -558,6 +558,7 @@ def test_the_billing_example_keeps_its_classes() -> None:
         "billing.prorate.non_negative",
         "billing.prorate.bounded",
         "billing.orders.boundary_non_negative",
+        "billing.prorate.exact",
     }
 
 

@@ -35,3 +35,15 @@ def test_invoice_total_matches_fixture():
 def test_boundary_orders_total_non_negative():
     for order in load_orders(FIXTURES / "orders_boundary.json"):
         assert invoice_total(order) >= 0
+
+
+def test_prorate_is_the_used_share(rng):
+    from decimal import ROUND_HALF_EVEN
+
+    cent = Decimal("0.01")
+    for _ in range(300):
+        amount = Decimal(rng.randint(0, 10**6)) / 100
+        period = rng.randint(1, 366)
+        used = rng.randint(-10, 400)
+        share = amount * min(max(used, 0), period) / period
+        assert prorate(amount, used, period) == share.quantize(cent, ROUND_HALF_EVEN)
