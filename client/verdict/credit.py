@@ -85,7 +85,8 @@ class CreditRow:
     credit: int
     note: str = ""
     #: the table's ``exec`` (yes/no: both runs executed the symbol; - not traced or not run) and
-    #: ``killed`` (killed/mutants run; - the stage was off or did not reach this pair)
+    #: ``killed`` (killed/scored, crashed and hung left out; - the stage was off or did not reach
+    #: this pair)
     executed: str = "-"
     killed: str = "-"
 
