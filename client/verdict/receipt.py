@@ -186,7 +186,8 @@ def _evidence_problems(r: Receipt) -> list[str]:
     """Credit is evidence: a credit needs a covering property whose runs executed the symbol and
     which, when the mutation stage ran, killed a mutant; the counts agree with the survivors.
     A receipt whose ``mutation`` entry records ``min_mutation_score`` (mutation v2) is held to
-    the v2 arithmetic and threshold (:func:`_v2_mutation_problems`); an older one to v1's."""
+    the v2 arithmetic (:func:`_v2_counts`) and threshold (:func:`_v2_credit_problems`); an older
+    one to v1's, ``len(survivors) == mutants - killed``."""
     out: list[str] = []
     mutated = bool(r.mutation.get("enabled")) if r.mutation else None
     v2 = bool(r.mutation) and "min_mutation_score" in r.mutation
@@ -194,17 +195,15 @@ def _evidence_problems(r: Receipt) -> list[str]:
         for pid, e in sorted(by_prop.items()):
             if not isinstance(e, dict) or "mutants" not in e:
                 continue
-            if v2:
-                out.extend(f"{symbol} / {pid}: {p}" for p in _v2_counts(e))
-                continue
-            if r.mutation and any(k in e for k in _V2_KEYS):
+            if r.mutation and not v2 and any(k in e for k in _V2_KEYS):
                 out.append(
                     f"{symbol} / {pid}: mutation v2 evidence, but the mutation entry records "
                     "no min_mutation_score"
                 )
+            if v2 or "scored" in e:  # "scored" alone: a v2 check stopped before scoring
+                out.extend(f"{symbol} / {pid}: {p}" for p in _v2_counts(e))
+                continue
             mutants, killed, survivors = e.get("mutants"), e.get("killed"), e.get("survivors")
-            if "scored" in e:
-                continue  # v2 evidence of a check stopped before scoring: mutation is {}
             if not (
                 isinstance(mutants, int)
                 and isinstance(killed, int)

@@ -378,3 +378,6 @@ def test_a_stopped_check_with_v2_evidence_and_no_mutation_entry_verifies() -> No
         evidence={"billing.prorate": {"p.a": zero}},
     )  # fmt: skip
     assert receipt_problems(r) == []
+    r.evidence["billing.prorate"]["p.a"]["scored"] = 1  # v2 keys still have to add up
+    problems = receipt_problems(r)
+    assert any("scored 1 is not killed + survivors = 0" in p for p in problems), problems
