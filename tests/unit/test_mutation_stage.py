@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from client.gate.runs.mutation import mutant_tree, run_mutants
+from client.gate.runs.mutation import mutant_tree, run_mutants, score_with_evidence
 from client.gate.runs.targets import SymbolSite, executed_by
+from client.gate.settings import CheckSettings
 from client.verdict.posture import Facts, merge
+from client.verdict.stability import assess
 from patchgate.errors import PinError, RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult
 from patchgate.pins import DirSource, PropertyPin, load_config
@@ -238,3 +240,34 @@ def test_the_controls_follow_the_threshold(tmp_path: Path) -> None:
     assert len(fake.controls) == 44
     assert out.results["m.f"].controls["p.strong"] == 44
     assert out.record["controls_required"] == 44
+
+
+def _settings(mutants: int) -> CheckSettings:
+    return CheckSettings(repo=Path("r"), base="HEAD", patch=Path("p"), draft_id="d",
+                         drafter="human", signer="s", executors=(), mutants=mutants)  # fmt: skip
+
+
+def _with_evidence(tmp_path: Path, mutants: int, min_score: float, untrusted: str = ""):  # type: ignore[no-untyped-def]
+    local = {
+        "p.strong": assess("p.strong", [run("p.strong", 1, "pass"), run("p.strong", 2, "pass")])
+    }
+    return score_with_evidence(
+        _settings(mutants), symbols=["m.f"], suite=[STRONG], classes={"p.strong": "property"},
+        local=local, remote={}, sites={"m.f": SITE}, patched=_tree(tmp_path),
+        allow_unmutated=False, envelope=None, digest="d", fixture_root="fixtures",  # type: ignore[arg-type]
+        executor_keyring=None, patch_sha256="0" * 64, say=lambda _m: None, untrusted=untrusted,
+        min_mutation_score=min_score,
+    )  # fmt: skip
+
+
+def test_the_mutation_entry_records_the_threshold_whether_or_not_the_stage_ran(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _, off = _with_evidence(tmp_path / "a", 0, 0.9)
+    assert off == {"enabled": False, "allow_unmutated": False, "min_mutation_score": 0.9,
+                   "controls_required": 2}  # fmt: skip
+    report, untrusted = _with_evidence(tmp_path / "b", 4, 0.1, untrusted="m.py:1 name __file__")
+    assert (untrusted["min_mutation_score"], untrusted["controls_required"]) == (0.1, 44)
+    assert report.credits == {"m.f": 0}
