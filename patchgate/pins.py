@@ -114,6 +114,9 @@ class ProjectConfig:
     #: A check run with ``--judge off`` (one process: the patched code shares it with pytest and
     #: the reporter) may be admitted only when the reviewed base configuration says so.
     allow_judge_off: bool = False
+    #: The mutation score (killed / (killed + survived) over the symbol's changed-line mutants)
+    #: a covering property needs beside one kill to credit a symbol: a number in (0, 1].
+    min_mutation_score: float = 0.5
 
     def roots(self, *, has_src: bool) -> tuple[str, ...]:
         """The source roots in effect (``has_src``: the base tree has a ``src/`` directory)."""
@@ -158,6 +161,7 @@ def load_config(source: PinSource) -> ProjectConfig:
         "allow_unmutated",
         "environment",
         "allow_judge_off",
+        "min_mutation_score",
     }
     for key in table:
         if key not in known:
@@ -186,8 +190,19 @@ def load_config(source: PinSource) -> ProjectConfig:
             problems.errors.append(
                 PinError(where, f"tool.patchgate.{key}", "expected true or false")
             )
+    if "min_mutation_score" in table:
+        with problems.check():
+            kwargs["min_mutation_score"] = _score(table["min_mutation_score"], where)
     problems.raise_any()
     return ProjectConfig(**kwargs)
+
+
+def _score(val: object, where: str) -> float:
+    """``min_mutation_score``: a number in (0, 1] (an integer 1 reads as 1.0; a boolean is no
+    number here)."""
+    if isinstance(val, bool) or not isinstance(val, int | float) or not 0 < val <= 1:
+        raise PinError(where, "tool.patchgate.min_mutation_score", "expected a number in (0, 1]")
+    return float(val)
 
 
 def _paths(val: object, where: str, fieldname: str) -> tuple[str, ...]:

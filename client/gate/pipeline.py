@@ -462,6 +462,7 @@ class _Check:
             s, symbols=st.symbols, suite=[*suite, *self.held], classes=classes, local=stab,
             remote=rstab, sites=self.sites, patched=self.ws.patched_dir,
             allow_unmutated=pins.config.allow_unmutated, envelope=envelope,
+            min_mutation_score=pins.config.min_mutation_score,
             digest=st.fixture_digest, fixture_root=fixture_root,
             executor_keyring=executor_keyring, patch_sha256=st.patch_sha256, say=self.say,
             untrusted=steps.introspection(self.ws) if s.mutants > 0 else "",

@@ -1,11 +1,12 @@
 """The summary a person reads on a terminal after ``patchgate check``.
 
 The first line is the verdict (``ADMITTED`` or ``REJECTED: <posture in words>``); then the credit
-table (``exec``: did both runs execute the symbol, ``killed``: mutants killed/run; ``-`` when the
-evidence does not have them), the failure text of each failed property with its log excerpt,
-coverage, the uncredited symbols with their reasons, each code with its meaning, one ``next`` line
-per code with what to do next (a rejection without a code: the posture's), and the rest of the
-receipt in short lines. ``--quiet`` prints the first line alone.
+table (``exec``: did both runs execute the symbol, ``killed``: mutants killed/scored — crashed and
+hung mutants are in neither number; ``-`` when the evidence does not have them), the failure text
+of each failed property with its log excerpt, coverage, the uncredited symbols with their reasons,
+each code with its meaning, one ``next`` line per code with what to do next (a rejection without a
+code: the posture's), and the rest of the receipt in short lines. ``--quiet`` prints the first
+line alone.
 """
 
 from __future__ import annotations

@@ -15,9 +15,13 @@ execution: <posture>; ...). Per property::
 Credit is evidence (beside passing both runs): the property's runs must have **executed** the
 symbol's code (``executed``: symbol -> property -> both runs called it; "never executed"), and when
 the mutation stage ran (``mutation``: symbol -> :class:`MutationResult`) the property must have
-killed at least one mutant of the symbol ("killed no mutant — survivors: ..."); a symbol of which
-no mutant could be made, or none ran, earns nothing. ``mutation`` None: the stage was off (the
-check is then not admitted unless the reviewed configuration allows it; not decided here).
+killed at least one mutant of the symbol ("killed no mutant — survivors: ..."), reached the base's
+``min_mutation_score`` (killed / (killed + survived); crashed and hung mutants are listed, never
+scored: "mutation score 0.25 below 0.5 (...)"), run at least :func:`required_controls` hidden
+controls and passed every one (a control that did not pass voids its mutation evidence: "mutation
+control failed (...)"); a symbol of which no mutant could be made, or none ran, earns nothing.
+``mutation`` None: the stage was off (the check is then not admitted unless the reviewed
+configuration allows it; not decided here).
 
 R3 and R5 are static (the assertion class of the pinned test), so they are listed even when the
 run stopped before execution. Codes about the patch as a whole come from the other steps: R2
@@ -27,6 +31,7 @@ R9 drift between two pins. Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +42,7 @@ from patchgate.ledgers import REJECTION_CODES
 from patchgate.pins import PropertyPin
 
 __all__ = [
+    "CONTROL_FAILED",
     "FREEZE_BESIDE",
     "FREEZE_ONLY",
     "NEVER_EXECUTED",
@@ -47,6 +53,7 @@ __all__ = [
     "CreditRow",
     "MutationResult",
     "rejection_codes",
+    "required_controls",
     "score",
 ]
 
@@ -54,6 +61,7 @@ NO_PROPERTY = "no property covers it"
 NO_PREDICATE = "no visible predicate"
 NEVER_EXECUTED = "never executed"
 NO_MUTANT = "no mutant could be made"
+CONTROL_FAILED = "mutation control failed"
 FREEZE_ONLY = "a freeze citation only (R3)"
 FREEZE_BESIDE = "a freeze citation, never evidence"
 _STATUS_REASONS = {
@@ -77,45 +85,111 @@ class CreditRow:
     credit: int
     note: str = ""
     #: the table's ``exec`` (yes/no: both runs executed the symbol; - not traced or not run) and
-    #: ``killed`` (killed/mutants run; - the stage was off or did not reach this pair)
+    #: ``killed`` (killed/scored, crashed and hung left out; - the stage was off or did not reach
+    #: this pair)
     executed: str = "-"
     killed: str = "-"
 
 
+def required_controls(min_score: float) -> int:
+    """Hidden controls a property must run (and pass) for its mutation evidence to count:
+    max(2, ⌈ln 0.01 / ln(1 - s)⌉), 2 at s = 1 (DESIGN §6 step 9). A hair of tolerance keeps a
+    ratio that is an integer in exact arithmetic (s = 0.9: 2) from rounding up."""
+    if not 0 < min_score <= 1:
+        raise ValueError(f"min_mutation_score {min_score!r} is not in (0, 1]")
+    if min_score == 1:
+        return 2
+    return max(2, math.ceil(math.log(0.01) / math.log1p(-min_score) - 1e-9))
+
+
+def _labels(labels: Sequence[str]) -> str:
+    return ", ".join(labels) or "-"
+
+
 @dataclass(frozen=True, kw_only=True)
 class MutationResult:
-    """The mutation stage's findings for one symbol (``ran``/``killed``/``survivors`` by property).
+    """The mutation stage's findings for one symbol (v2, DESIGN §6 step 9), by property.
 
-    ``made``: compiling mutants made; ``skipped``: candidates that did not compile (or changed
-    nothing); ``not_run``: mutants with no outcome even after one re-run (transport or refusal);
+    ``made``: mutants made for the symbol (after the cap); ``sites``: applicable (operator, site)
+    pairs on the changed lines; ``candidates``: compiling mutants before the cap; ``skipped``:
+    candidates that did not compile (or changed nothing); ``not_run``: mutants with no outcome
+    even after one re-run (transport or refusal); ``seed``: the sample's seed when capped;
     ``problem``: why no mutant could be made; ``untrusted``: why the stage did not run at all —
     the patch adds code that could notice its own mutation, so a kill would prove nothing.
+
+    Per property, the mutants' labels (``"arith at line 40"``): ``killed`` (the predicate
+    failed), ``survived`` (it passed), ``crashed`` (``label: why`` — an exception marked the
+    subject's, any other judge exception, an exit, a crash) and ``hung`` (past its bound);
+    crashed and hung are listed, never kills, and not scored. ``controls``: hidden unmutated runs
+    done per property; ``controls_failed``: how each control that did not pass ended.
     """
 
     made: int = 0
+    sites: int = 0
+    candidates: int = 0
     skipped: int = 0
     not_run: int = 0
+    seed: int | None = None
     problem: str = ""
     untrusted: str = ""
-    ran: Mapping[str, int] = field(default_factory=dict)
-    killed: Mapping[str, int] = field(default_factory=dict)
-    survivors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    killed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    survived: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    crashed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    hung: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    controls: Mapping[str, int] = field(default_factory=dict)
+    controls_failed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def judge(self, property_id: str) -> tuple[int, str]:
-        """(credit, why) of a property that passed and executed the symbol."""
+    def scored(self, pid: str) -> int:
+        """Mutants that count for ``pid``'s score: killed + survived."""
+        return len(self.killed.get(pid, ())) + len(self.survived.get(pid, ()))
+
+    def score(self, pid: str) -> float | None:
+        """killed / (killed + survived) for ``pid``; None when nothing was scored."""
+        scored = self.scored(pid)
+        return len(self.killed.get(pid, ())) / scored if scored else None
+
+    def ran(self, pid: str) -> int:
+        """Mutants with an outcome for ``pid``: scored, crashed or hung."""
+        return self.scored(pid) + len(self.crashed.get(pid, ())) + len(self.hung.get(pid, ()))
+
+    def judge(self, property_id: str, min_score: float) -> tuple[int, str]:
+        """(credit, why) of a property that passed and executed the symbol, against the base's
+        ``min_mutation_score``."""
+        pid = property_id
         if self.untrusted:
             return 0, f"mutation evidence not trusted: {self.untrusted}"
         if self.made == 0:
-            why = NO_MUTANT + (f" ({self.problem})" if self.problem else "")
-            return 0, why
-        ran = self.ran.get(property_id, 0)
-        if ran == 0:
+            return 0, NO_MUTANT + (f" ({self.problem})" if self.problem else "")
+        if failed := self.controls_failed.get(pid, ()):
+            return 0, f"{CONTROL_FAILED} ({'; '.join(failed)})"
+        if self.ran(pid) == 0:
             return 0, f"no mutant ran ({self.not_run} not run: transport or refusal)"
-        killed = self.killed.get(property_id, 0)
-        if killed == 0:
-            survivors = ", ".join(self.survivors.get(property_id, ())) or "-"
-            return 0, f"killed no mutant — survivors: {survivors}"
-        return 1, f"passed both local runs, killed {killed} of {ran} mutants"
+        needed, controls = required_controls(min_score), self.controls.get(pid, 0)
+        if controls < needed:
+            return 0, f"only {controls} of the {needed} mutation controls ran"
+        killed, survived = self.killed.get(pid, ()), self.survived.get(pid, ())
+        unscored = self._unscored(pid)
+        if not killed:
+            if not survived:
+                return 0, f"no mutant scored ({unscored})"
+            tail = f" ({unscored})" if unscored else ""
+            return 0, f"killed no mutant — survivors: {_labels(survived)}{tail}"
+        got = len(killed) / self.scored(pid)
+        if got < min_score:
+            return 0, (
+                f"mutation score {got:g} below {min_score:g} "
+                f"({len(killed)} killed, {len(survived)} survived: {_labels(survived)})"
+            )
+        return 1, (
+            f"passed both local runs, killed {len(killed)} of {self.scored(pid)} scored mutants "
+            f"(score {got:g}, {controls} controls passed)"
+        )
+
+    def _unscored(self, pid: str) -> str:
+        """``2 crashed: a, b; 1 hung: c, not scored``, or ``""``."""
+        groups = (("crashed", self.crashed.get(pid, ())), ("hung", self.hung.get(pid, ())))
+        parts = [f"{len(v)} {name}: {_labels(v)}" for name, v in groups if v]
+        return "; ".join(parts) + (", not scored" if parts else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +219,7 @@ def _judge(  # noqa: PLR0917 - the table's inputs, in its order
     stopped: str,
     executed: bool | None = None,
     mutation: MutationResult | None = None,
+    min_score: float = 0.5,
 ) -> tuple[int, str, str | None]:
     """(credit, why, code) of one property for one symbol; ``why`` explains a 0."""
     if klass == "fixture_eq":
@@ -163,7 +238,7 @@ def _judge(  # noqa: PLR0917 - the table's inputs, in its order
         if executed is not None and not executed:
             return 0, NEVER_EXECUTED, None
         if mutation is not None:
-            credit, why = mutation.judge(prop.id)
+            credit, why = mutation.judge(prop.id, min_score)
             return credit, why, None
         return 1, "passed both local runs", None
     if (
@@ -197,22 +272,34 @@ def _evidence(
     pid: str,
 ) -> dict[str, Any]:
     """What is known of one property for one symbol: its runs, whether they executed the symbol,
-    and the mutants it ran, killed and let survive (0 and [] when the stage was off)."""
+    and what its mutants showed (zeros and empty lists when the stage was off or did not reach
+    the pair). ``mutants``: the mutants it ran on (scored + crashed + hung); ``killed`` a count,
+    ``survivors`` labels; ``score`` null when nothing was scored; ``seed`` only when capped."""
     runs = [r.outcome if r is not None else None for r in stab.runs] if stab is not None else []
     out: dict[str, Any] = {"runs": runs, "assertion_class": klass}
     if executed is not None:
         out["executed"] = executed
     m = mutation or MutationResult()
-    out["mutants"] = m.ran.get(pid, 0)
-    out["killed"] = m.killed.get(pid, 0)
-    out["survivors"] = list(m.survivors.get(pid, ()))
+    out["mutants"] = m.ran(pid)
+    out["killed"] = len(m.killed.get(pid, ()))
+    out["survivors"] = list(m.survived.get(pid, ()))
+    out["sites"] = m.sites
+    out["scored"] = m.scored(pid)
+    out["score"] = m.score(pid)
+    out["crashed"] = list(m.crashed.get(pid, ()))
+    out["hung"] = list(m.hung.get(pid, ()))
+    out["controls"] = m.controls.get(pid, 0)
+    out["controls_failed"] = list(m.controls_failed.get(pid, ()))
+    if m.seed is not None:
+        out["seed"] = m.seed
     return out
 
 
 def _killed_cell(mutation: MutationResult | None, pid: str) -> str:
-    if mutation is None or not mutation.ran.get(pid):
+    """The table's ``killed``: killed/scored; ``-`` when no mutant had an outcome for the pair."""
+    if mutation is None or not mutation.ran(pid):
         return "-"
-    return f"{mutation.killed.get(pid, 0)}/{mutation.ran[pid]}"
+    return f"{len(mutation.killed.get(pid, ()))}/{mutation.scored(pid)}"
 
 
 def score(
@@ -225,13 +312,16 @@ def score(
     stopped: str = "",
     executed: Mapping[str, Mapping[str, bool]] | None = None,
     mutation: Mapping[str, MutationResult] | None = None,
+    min_mutation_score: float = 0.5,
 ) -> CreditReport:
     """Credit each changed symbol from the suite's two-run results.
 
     ``executed``: symbol -> property -> whether every local run executed the symbol (a pair
     missing from a given mapping is False); None: not traced, the rule is not applied.
     ``mutation``: symbol -> what its mutants showed (a symbol missing from a given mapping has
-    had no mutant made); None: the stage was off.
+    had no mutant made); None: the stage was off. ``min_mutation_score``: the base
+    configuration's threshold a covering property's mutation score must reach (beside one kill,
+    every control passed and at least :func:`required_controls` of them run).
 
     ``stopped`` names the posture that stopped the check before its results could count (fixture
     mismatch, oracle moved, pin mutation, not admitted, transport, ...): every credit is then 0,
@@ -266,8 +356,9 @@ def score(
             hit = None if executed is None else bool(executed.get(symbol, {}).get(prop.id))
             mut = None if mutation is None else mutation.get(symbol, MutationResult())
             credit, why, code = _judge(
-                prop, klass, lstab, remote.get(prop.id), stopped, executed=hit, mutation=mut
-            )
+                prop, klass, lstab, remote.get(prop.id), stopped, executed=hit, mutation=mut,
+                min_score=min_mutation_score,
+            )  # fmt: skip
             if code == "R3" and not cited_only:
                 code, why = None, FREEZE_BESIDE
             if code:

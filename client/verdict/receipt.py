@@ -8,10 +8,11 @@ earned nothing, flake observations and the reasons.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from client.verdict.credit import CreditRow
+from client.verdict.credit import CreditRow, required_controls
 from patchgate.ledgers import (
     DUAL_PIN,
     FIXTURE_STATUSES,
@@ -183,12 +184,24 @@ def _v2_problems(r: Receipt, zero: set[str]) -> list[str]:
 
 def _evidence_problems(r: Receipt) -> list[str]:
     """Credit is evidence: a credit needs a covering property whose runs executed the symbol and
-    which, when the mutation stage ran, killed a mutant; the counts agree with the survivors."""
+    which, when the mutation stage ran, killed a mutant; the counts agree with the survivors.
+    A receipt whose ``mutation`` entry records ``min_mutation_score`` (mutation v2) is held to
+    the v2 arithmetic (:func:`_v2_counts`) and threshold (:func:`_v2_credit_problems`); an older
+    one to v1's, ``len(survivors) == mutants - killed``."""
     out: list[str] = []
     mutated = bool(r.mutation.get("enabled")) if r.mutation else None
+    v2 = bool(r.mutation) and "min_mutation_score" in r.mutation
     for symbol, by_prop in sorted(r.evidence.items()):
         for pid, e in sorted(by_prop.items()):
             if not isinstance(e, dict) or "mutants" not in e:
+                continue
+            if r.mutation and not v2 and any(k in e for k in _V2_KEYS):
+                out.append(
+                    f"{symbol} / {pid}: mutation v2 evidence, but the mutation entry records "
+                    "no min_mutation_score"
+                )
+            if v2 or "scored" in e:  # "scored" alone: a v2 check stopped before scoring
+                out.extend(f"{symbol} / {pid}: {p}" for p in _v2_counts(e))
                 continue
             mutants, killed, survivors = e.get("mutants"), e.get("killed"), e.get("survivors")
             if not (
@@ -201,6 +214,12 @@ def _evidence_problems(r: Receipt) -> list[str]:
                 out.append(f"{symbol} / {pid}: mutants, killed and survivors disagree")
     if not r.mutation:
         return out  # a receipt from before the stage, or a check stopped before scoring
+    threshold = _threshold(r.mutation) if v2 else None
+    if v2 and threshold is None:
+        out.append(
+            "mutation: min_mutation_score is not a number in (0, 1], or controls_required is "
+            "not required_controls(min_mutation_score)"
+        )
     for symbol, credit in sorted(r.credits.items()):
         if not credit:
             continue
@@ -208,15 +227,91 @@ def _evidence_problems(r: Receipt) -> list[str]:
         if not any(e.get("executed") is True for e in shown):
             out.append(f"{symbol}: credited, but no covering property executed it")
         elif mutated and not any(
-            e.get("executed") is True and isinstance(e.get("killed"), int) and e["killed"] >= 1
-            for e in shown
+            e.get("executed") is True and _int(e.get("killed")) >= 1 for e in shown
         ):
             out.append(f"{symbol}: credited, but no covering property killed a mutant of it")
+        elif mutated and threshold is not None:
+            out.extend(_v2_credit_problems(symbol, shown, *threshold))
     if r.mutation.get("untrusted") and any(r.credits.values()):
         out.append("credit given although the mutation evidence was not trusted")
     if mutated is False and r.admit and not r.mutation.get("allow_unmutated"):
         out.append("admit is true with the mutation stage off and allow_unmutated not set")
     return out
+
+
+#: Keys mutation v2 adds to a property's evidence (``seed`` only when the sample was capped).
+_V2_KEYS = ("sites", "scored", "score", "crashed", "hung", "controls", "controls_failed")
+
+
+def _int(value: object) -> int:
+    """An evidence count, or -1 when it is not an integer (a bool is no count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _threshold(mutation: Mapping[str, Any]) -> tuple[float, int] | None:
+    """(min_mutation_score, controls_required) when they are recorded and agree, else None."""
+    s, n = mutation.get("min_mutation_score"), mutation.get("controls_required")
+    if isinstance(s, bool) or not isinstance(s, int | float) or not 0 < s <= 1:
+        return None
+    return (float(s), _int(n)) if _int(n) == required_controls(float(s)) else None
+
+
+def _v2_counts(e: Mapping[str, Any]) -> list[str]:
+    """The arithmetic of one property's v2 mutation evidence."""
+    missing = [k for k in _V2_KEYS if k not in e]
+    if missing:
+        return [f"mutation evidence lacks {', '.join(missing)}"]
+    mutants, killed, scored, controls = (
+        _int(e.get(k)) for k in ("mutants", "killed", "scored", "controls")
+    )
+    lists = ("survivors", "crashed", "hung", "controls_failed")
+    if min(mutants, killed, scored, controls, _int(e.get("sites"))) < 0 or not all(
+        _strings(e.get(k)) for k in lists
+    ):
+        return ["mutation evidence has a count that is not a non-negative integer or a list "
+                "that is not a list of strings"]  # fmt: skip
+    out: list[str] = []
+    if killed > mutants:
+        out.append(f"killed {killed} > mutants {mutants}")
+    if scored != killed + len(e["survivors"]):
+        out.append(f"scored {scored} is not killed + survivors = {killed + len(e['survivors'])}")
+    if mutants != scored + len(e["crashed"]) + len(e["hung"]):
+        out.append(f"mutants {mutants} is not scored + crashed + hung")
+    score = e.get("score")
+    if scored == 0 and score is not None:
+        out.append(f"score {score!r} with no mutant scored (expected null)")
+    elif scored and (
+        isinstance(score, bool)
+        or not isinstance(score, int | float)
+        or not math.isclose(score, killed / scored, rel_tol=1e-9)
+    ):
+        out.append(f"score {score!r} is not killed/scored = {killed / scored:g}")
+    return out
+
+
+def _v2_credit_problems(
+    symbol: str, shown: Sequence[Mapping[str, Any]], min_score: float, controls: int
+) -> list[str]:
+    """A v2 credit needs one covering property that executed the symbol, killed ≥ 1 mutant,
+    reached the recorded min_mutation_score, ran the controls required and failed none."""
+    why: list[str] = []
+    for e in shown:
+        killed, scored = _int(e.get("killed")), _int(e.get("scored"))
+        if e.get("executed") is not True or killed < 1:
+            continue
+        if scored < 1 or killed / scored < min_score:
+            why.append(f"score {killed}/{max(scored, 0)} below min_mutation_score {min_score:g}")
+        elif _int(e.get("controls")) < controls:
+            why.append(f"{_int(e.get('controls'))} controls, {controls} required")
+        elif e.get("controls_failed") != []:
+            why.append("a mutation control failed")
+        else:
+            return []
+    return [f"{symbol}: credited, but no covering property qualifies ({'; '.join(why)})"]
 
 
 _FLAKE_KEYS = ("flake_id", "test_id", "signature")

@@ -65,10 +65,14 @@ def test_a_strong_property_kills_mutants_and_credits(gate: Gate, billing_repo: B
     shown = r["evidence"]["billing.prorate"]
     assert all(e["executed"] is True for e in shown.values()), shown
     assert any(e["killed"] >= 1 and e["mutants"] == 4 for e in shown.values()), shown
-    for e in shown.values():
-        assert len(e["survivors"]) == e["mutants"] - e["killed"]
+    for e in shown.values():  # mutation v2 (issue 21): crashed and hung are not scored
+        assert e["scored"] == e["killed"] + len(e["survivors"])
+        assert e["mutants"] == e["scored"] + len(e["crashed"]) + len(e["hung"])
         assert all(" at line " in s for s in e["survivors"])
-    assert run.stderr.count("[mutation ") == 4  # one progress line per mutant
+        assert (e["controls"], e["controls_failed"]) == (mutation["controls_required"], [])
+    lines = [x for x in run.stderr.splitlines() if "[mutation " in x]
+    assert sum(": control: " not in x for x in lines) == 4  # one progress line per mutant
+    assert sum(": control: " in x for x in lines) == mutation["controls_required"] == 7
     verified = gate.verify(run.out / "receipt.json", billing_repo)
     assert verified.code == 0, verified.stdout + verified.stderr
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from client.verdict.credit import (
+    CONTROL_FAILED,
     NEVER_EXECUTED,
     NO_MUTANT,
     NO_PROPERTY,
     MutationResult,
     rejection_codes,
+    required_controls,
     score,
 )
 from client.verdict.stability import assess
@@ -61,6 +65,13 @@ def test_evidence_names_each_property_and_its_runs() -> None:
             "mutants": 0,
             "killed": 0,
             "survivors": [],
+            "sites": 0,
+            "scored": 0,
+            "score": None,
+            "crashed": [],
+            "hung": [],
+            "controls": 0,
+            "controls_failed": [],
         }
     }
 
@@ -265,15 +276,28 @@ def test_no_codes_when_nothing_found() -> None:
     assert rejection_codes() == []
 
 
-# Credit is evidence: the runs executed the symbol, and the property killed a mutant of it.
+# Credit is evidence: the runs executed the symbol, and the property killed enough mutants of it
+# with every control passed (mutation v2, issue 21).
 
 _RAN = {"billing.prorate": {"p.prorate": True}, "billing.invoice_total": {"p.total": True}}
-_KILLED = MutationResult(
-    made=4,
-    ran={"p.prorate": 4},
-    killed={"p.prorate": 2},
-    survivors={"p.prorate": ("pass at line 3", "compare at line 5")},
+_CONTROLS = {"p.prorate": 7}  # required_controls(0.5)
+
+
+def _mr(**kw: object) -> MutationResult:
+    args: dict[str, object] = {"made": 4, "sites": 6, "controls": _CONTROLS}
+    args.update(kw)
+    return MutationResult(**args)  # type: ignore[arg-type]
+
+
+_KILLED = _mr(
+    killed={"p.prorate": ("arith at line 4", "negate at line 2")},
+    survived={"p.prorate": ("pass at line 3", "compare at line 5")},
 )
+
+
+def _credit(m: MutationResult, min_score: float = 0.5) -> tuple[int, str]:
+    r = _score(executed=_RAN, mutation={"billing.prorate": m}, min_mutation_score=min_score)
+    return r.credits["billing.prorate"], r.uncredited.get("billing.prorate", "")
 
 
 def test_a_property_that_never_executed_the_symbol_does_not_credit_it() -> None:
@@ -289,7 +313,7 @@ def test_a_pair_missing_from_executed_is_not_executed() -> None:
     assert r.uncredited["billing.prorate"] == NEVER_EXECUTED
 
 
-def test_executed_and_a_kill_credit_with_the_evidence() -> None:
+def test_executed_and_a_score_at_the_threshold_credit_with_the_evidence() -> None:
     r = _score(executed=_RAN, mutation={"billing.prorate": _KILLED})
     assert r.credits["billing.prorate"] == 1
     assert r.evidence["billing.prorate"]["p.prorate"] == {
@@ -299,13 +323,120 @@ def test_executed_and_a_kill_credit_with_the_evidence() -> None:
         "mutants": 4,
         "killed": 2,
         "survivors": ["pass at line 3", "compare at line 5"],
+        "sites": 6,
+        "scored": 4,
+        "score": 0.5,
+        "crashed": [],
+        "hung": [],
+        "controls": 7,
+        "controls_failed": [],
     }
+    assert [row.killed for row in r.rows if row.property_id == "p.prorate"] == ["2/4"]
+
+
+def test_scored_and_score_count_kills_and_survivors_only() -> None:
+    m = _mr(
+        killed={"p": ("a at line 1",)},
+        survived={"p": ("b at line 2", "c at line 3", "d at line 4")},
+        crashed={"p": ("e at line 5: ZeroDivisionError",)},
+        hung={"p": ("f at line 6",)},
+    )
+    assert (m.scored("p"), m.score("p"), m.ran("p")) == (4, 0.25, 6)
+    assert (m.scored("q"), m.score("q")) == (0, None)
+
+
+@pytest.mark.parametrize(
+    ("killed", "survived", "min_score", "credit"),
+    [
+        (2, 2, 0.5, 1),  # exactly at the threshold credits
+        (1, 3, 0.25, 1),
+        (3, 7, 0.3, 1),  # 3/10 == 0.3 in floating point too
+        (1, 2, 0.5, 0),  # 0.333 below 0.5
+        (4, 0, 1.0, 1),
+        (3, 1, 1.0, 0),
+        (0, 4, 0.01, 0),  # no kill never credits, however low the threshold
+    ],
+)
+def test_the_threshold_edges(killed: int, survived: int, min_score: float, credit: int) -> None:
+    m = _mr(
+        killed={"p.prorate": tuple(f"k at line {i}" for i in range(killed))},
+        survived={"p.prorate": tuple(f"s at line {i}" for i in range(survived))},
+        controls={"p.prorate": required_controls(min_score)},
+    )
+    assert _credit(m, min_score)[0] == credit
+
+
+def test_a_score_below_the_threshold_says_so_readably() -> None:
+    m = _mr(
+        killed={"p.prorate": ("a at line 1",)},
+        survived={"p.prorate": ("b at line 2", "c at line 3", "d at line 4")},
+    )
+    assert _credit(m) == (
+        0,
+        "mutation score 0.25 below 0.5 (1 killed, 3 survived: b at line 2, c at line 3, "
+        "d at line 4)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("min_score", "controls"), [(0.5, 7), (0.9, 2), (0.1, 44), (1.0, 2), (0.99, 2), (0.3, 13)]
+)
+def test_required_controls(min_score: float, controls: int) -> None:
+    assert required_controls(min_score) == controls
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5])
+def test_required_controls_refuses_a_score_outside_its_range(bad: float) -> None:
+    with pytest.raises(ValueError, match="not in"):
+        required_controls(bad)
+
+
+def test_a_failed_control_voids_the_property_s_mutation_evidence() -> None:
+    m = _mr(
+        killed={"p.prorate": ("a at line 1", "b at line 2")},
+        controls_failed={"p.prorate": ("control 3: error",)},
+    )
+    credit, why = _credit(m)
+    assert credit == 0
+    assert why == f"{CONTROL_FAILED} (control 3: error)"
+
+
+def test_too_few_controls_do_not_credit() -> None:
+    m = _mr(killed={"p.prorate": ("a at line 1",)}, controls={"p.prorate": 6})
+    assert _credit(m) == (0, "only 6 of the 7 mutation controls ran")
+    assert _credit(_mr(killed={"p.prorate": ("a at line 1",)}, controls={}))[0] == 0
+
+
+def test_crashed_and_hung_mutants_never_count() -> None:
+    """A crash or a hang is no kill and not scored: with only those, nothing credits; beside one
+    kill and one survivor, they do not move the score."""
+    only = _mr(
+        crashed={"p.prorate": ("a at line 1: SystemExit", "b at line 2: ZeroDivisionError")},
+        hung={"p.prorate": ("c at line 3",)},
+    )
+    credit, why = _credit(only)
+    assert credit == 0
+    assert why == (
+        "no mutant scored (2 crashed: a at line 1: SystemExit, b at line 2: ZeroDivisionError; "
+        "1 hung: c at line 3, not scored)"
+    )
+    beside = _mr(
+        killed={"p.prorate": ("k at line 1",)},
+        survived={"p.prorate": ("s at line 2",)},
+        crashed={"p.prorate": tuple(f"x at line {i}: boom" for i in range(10))},
+        hung={"p.prorate": tuple(f"h at line {i}" for i in range(10))},
+    )
+    assert _credit(beside)[0] == 1  # 1/2 = 0.5: the 20 unscored mutants change nothing
+    r = _score(executed=_RAN, mutation={"billing.prorate": beside})
+    e = r.evidence["billing.prorate"]["p.prorate"]
+    assert (e["mutants"], e["killed"], e["scored"], len(e["crashed"]), len(e["hung"])) == (
+        22, 1, 2, 10, 10
+    )  # fmt: skip
+    assert [row.killed for row in r.rows if row.property_id == "p.prorate"] == ["1/2"]
 
 
 def test_a_property_that_killed_no_mutant_does_not_credit_and_lists_survivors() -> None:
-    weak = MutationResult(
-        made=2, ran={"p.prorate": 2}, survivors={"p.prorate": ("a at line 1", "b at line 2")}
-    )
+    weak = _mr(made=2, survived={"p.prorate": ("a at line 1", "b at line 2")})
     r = _score(executed=_RAN, mutation={"billing.prorate": weak})
     assert r.credits["billing.prorate"] == 0
     assert r.uncredited["billing.prorate"] == (
@@ -314,21 +445,27 @@ def test_a_property_that_killed_no_mutant_does_not_credit_and_lists_survivors() 
 
 
 def test_no_mutant_made_and_none_run_do_not_credit() -> None:
-    r = _score(
-        executed=_RAN, mutation={"billing.prorate": MutationResult(problem="no applicable site")}
-    )
-    assert r.uncredited["billing.prorate"] == f"{NO_MUTANT} (no applicable site)"
+    no_site = "no mutable site on the lines the patch changed"
+    r = _score(executed=_RAN, mutation={"billing.prorate": MutationResult(problem=no_site)})
+    assert r.uncredited["billing.prorate"] == f"{NO_MUTANT} ({no_site})"
     r = _score(executed=_RAN, mutation={})  # a symbol missing from the stage's findings
     assert r.uncredited["billing.prorate"] == NO_MUTANT
-    lost = MutationResult(made=4, not_run=4)
+    lost = _mr(not_run=4, controls={})
     r = _score(executed=_RAN, mutation={"billing.prorate": lost})
     assert r.uncredited["billing.prorate"].startswith("no mutant ran (4 not run")
+
+
+def test_seed_is_in_the_evidence_only_when_capped() -> None:
+    capped = _score(executed=_RAN, mutation={"billing.prorate": _mr(candidates=40, seed=123)})
+    assert capped.evidence["billing.prorate"]["p.prorate"]["seed"] == 123
+    plain = _score(executed=_RAN, mutation={"billing.prorate": _KILLED})
+    assert "seed" not in plain.evidence["billing.prorate"]["p.prorate"]
 
 
 def test_untrusted_mutation_evidence_never_credits_even_with_kills() -> None:
     """A patch whose code could notice its own mutation: its kills prove nothing (issue 15)."""
     why = "the patch adds code that can observe its own mutation (m.py:3 name __file__)"
-    untrusted = MutationResult(made=4, ran={"p.prorate": 4}, killed={"p.prorate": 4}, untrusted=why)
+    untrusted = _mr(killed={"p.prorate": ("a at line 1",) * 4}, untrusted=why)
     r = _score(executed=_RAN, mutation={"billing.prorate": untrusted})
     assert r.credits["billing.prorate"] == 0
     assert r.uncredited["billing.prorate"] == f"mutation evidence not trusted: {why}"
@@ -337,11 +474,10 @@ def test_untrusted_mutation_evidence_never_credits_even_with_kills() -> None:
 
 def test_one_killing_property_is_enough_beside_a_weak_one() -> None:
     weak = prop("p.weak", ("billing.prorate",))
-    both = MutationResult(
-        made=4,
-        ran={"p.prorate": 4, "p.weak": 4},
-        killed={"p.prorate": 1},
-        survivors={"p.weak": ("x at line 1",)},
+    both = _mr(
+        killed={"p.prorate": ("a at line 1",)},
+        survived={"p.weak": ("x at line 1",)},
+        controls={"p.prorate": 7, "p.weak": 7},
     )
     r = _score(
         suite=(PRORATE, TOTAL, weak),

@@ -242,3 +242,142 @@ def test_a_credit_beside_untrusted_mutation_evidence_is_a_contradiction() -> Non
     )
     problems = receipt_problems(receipt)
     assert any("mutation evidence was not trusted" in p for p in problems), problems
+
+
+# Mutation v2 (issue 21): the arithmetic and the threshold, each invariant caught on its own.
+
+_V2_ENTRY = {
+    "runs": ["pass", "pass"], "assertion_class": "property", "executed": True,
+    "mutants": 6, "killed": 3, "survivors": ["pass at line 3"], "sites": 9, "scored": 4,
+    "score": 0.75, "crashed": ["arith at line 5: ZeroDivisionError"], "hung": ["negate at line 2"],
+    "controls": 7, "controls_failed": [],
+}  # fmt: skip
+_V2_MUTATION = {"enabled": True, "k": 16, "min_mutation_score": 0.5, "controls_required": 7,
+                "mutants_run": 6, "symbols": {}}  # fmt: skip
+
+
+def _v2(mutation: dict[str, object] | None = None, **entry: object) -> Receipt:
+    return _consistent(
+        evidence={"billing.prorate": {"p.a": {**_V2_ENTRY, **entry}}},
+        mutation={**_V2_MUTATION, **(mutation or {})},
+    )
+
+
+def test_a_good_v2_mutation_receipt_has_no_problems() -> None:
+    assert receipt_problems(_v2()) == []
+    assert receipt_problems(_v2(seed=12345)) == []  # a capped sample records its seed
+    # exactly at the threshold: 2 killed of 4 scored at 0.5
+    at = _v2(killed=2, survivors=["a", "b"], score=0.5, mutants=6, crashed=["c: x"], hung=["d"])
+    assert receipt_problems(at) == []
+
+
+def test_a_v2_receipt_round_trips_and_still_verifies() -> None:
+    r = Receipt.from_json(_v2().to_json())
+    assert receipt_problems(r) == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ({"killed": 7, "survivors": [], "scored": 7, "score": 1.0}, "killed 7 > mutants 6"),
+        ({"scored": 5}, "scored 5 is not killed + survivors = 4"),
+        ({"mutants": 7, "killed": 3}, "mutants 7 is not scored + crashed + hung"),
+        ({"score": 0.9}, "score 0.9 is not killed/scored = 0.75"),
+        ({"score": None}, "score None is not killed/scored"),
+        ({"killed": 0, "survivors": [], "scored": 0, "score": 0.0, "mutants": 2},
+         "with no mutant scored"),
+        ({"controls": -1}, "not a non-negative integer"),
+        ({"crashed": "x"}, "not a list of strings"),
+    ],
+)  # fmt: skip
+def test_each_broken_mutation_count_is_named(entry: dict[str, object], says: str) -> None:
+    problems = receipt_problems(_v2(**entry))
+    assert any(says in p for p in problems), problems
+
+
+def test_v2_evidence_without_a_new_key_is_named() -> None:
+    r = _v2()
+    del r.evidence["billing.prorate"]["p.a"]["controls_failed"]
+    problems = receipt_problems(r)
+    assert any("lacks controls_failed" in p for p in problems), problems
+
+
+def test_a_credit_without_a_kill_is_named_in_v2() -> None:
+    problems = receipt_problems(_v2(killed=0, survivors=["a", "b", "c", "d"], scored=4, score=0.0))
+    assert any("no covering property killed a mutant" in p for p in problems), problems
+
+
+def test_a_credit_below_the_recorded_min_mutation_score_is_named() -> None:
+    problems = receipt_problems(_v2(mutation={"min_mutation_score": 0.8, "controls_required": 3}))
+    assert any("below min_mutation_score 0.8" in p for p in problems), problems
+
+
+def test_a_credit_with_too_few_controls_is_named() -> None:
+    problems = receipt_problems(_v2(controls=6))
+    assert any("6 controls, 7 required" in p for p in problems), problems
+
+
+def test_a_credit_beside_a_failed_control_is_named() -> None:
+    problems = receipt_problems(_v2(controls_failed=["control 4: error"]))
+    assert any("a mutation control failed" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [{"controls_required": 2}, {"min_mutation_score": 0}, {"min_mutation_score": 1.5},
+     {"min_mutation_score": "0.5"}, {"controls_required": None}],
+)  # fmt: skip
+def test_a_threshold_that_disagrees_with_its_controls_is_named(
+    mutation: dict[str, object],
+) -> None:
+    problems = receipt_problems(_v2(mutation=mutation))
+    assert any("controls_required is not required_controls" in p for p in problems), problems
+
+
+def test_one_qualifying_property_is_enough_beside_a_weak_one() -> None:
+    weak = {**_V2_ENTRY, "killed": 0, "survivors": ["a", "b", "c", "d"], "score": 0.0,
+            "controls_failed": ["control 1: fail"]}  # fmt: skip
+    r = _consistent(
+        evidence={"billing.prorate": {"p.a": _V2_ENTRY, "p.weak": weak}}, mutation=_V2_MUTATION
+    )
+    assert receipt_problems(r) == []
+
+
+def test_an_uncredited_symbol_is_not_held_to_the_threshold() -> None:
+    """Only a credit needs a qualifying property; the arithmetic still holds for every entry."""
+    low = {**_V2_ENTRY, "killed": 1, "survivors": ["a", "b", "c"], "score": 0.25}
+    r = _consistent(
+        evidence={
+            "billing.prorate": {"p.a": _V2_ENTRY},
+            "billing.invoice_total": {"p.t": low},
+        },
+        mutation=_V2_MUTATION,
+    )
+    assert receipt_problems(r) == []
+
+
+def test_v2_keys_beside_a_mutation_entry_without_a_threshold_are_named() -> None:
+    r = _consistent(evidence={"billing.prorate": {"p.a": _V2_ENTRY}}, mutation=_MUTATED)
+    problems = receipt_problems(r)
+    assert any("records no min_mutation_score" in p for p in problems), problems
+
+
+def test_a_mutation_v1_receipt_still_verifies_without_the_new_keys() -> None:
+    """A receipt written before mutation v2: no min_mutation_score, no scored, no controls."""
+    assert receipt_problems(_mutated()) == []
+
+
+def test_a_stopped_check_with_v2_evidence_and_no_mutation_entry_verifies() -> None:
+    zero = {"runs": [], "assertion_class": "property", "mutants": 0, "killed": 0,
+            "survivors": [], "sites": 0, "scored": 0, "score": None, "crashed": [], "hung": [],
+            "controls": 0, "controls_failed": []}  # fmt: skip
+    r = _receipt(
+        credits={}, coverage=0.0, rejection_codes=["R1"], posture="reject_pin_mutation",
+        uncredited={s: "the run was stopped before execution: x"
+                    for s in ("billing.prorate", "billing.invoice_total")},
+        evidence={"billing.prorate": {"p.a": zero}},
+    )  # fmt: skip
+    assert receipt_problems(r) == []
+    r.evidence["billing.prorate"]["p.a"]["scored"] = 1  # v2 keys still have to add up
+    problems = receipt_problems(r)
+    assert any("scored 1 is not killed + survivors = 0" in p for p in problems), problems

@@ -16,11 +16,13 @@ from client.report.markdown import render_markdown
 from client.report.model import Report, failure_location, harness_error
 from client.report.text import render_text
 from client.verdict.codes import CODES, POSTURE_WORDS
-from client.verdict.credit import CreditRow
+from client.verdict.credit import CreditRow, MutationResult, score
 from client.verdict.receipt import build_receipt
+from client.verdict.stability import assess
 from patchgate.evidence import Evidence, Location, SandboxLog
 from patchgate.ledgers import POSTURES
 from patchgate.results import RunOutcome
+from tests.unit._gate_helpers import prop, run
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = "missing from the test report: "
@@ -288,3 +290,27 @@ def test_junit_shows_each_case_of_a_parametrized_property() -> None:
     }  # fmt: skip
     assert "run 2 case t.py::f[2]: fail" in (case.findtext("system-out") or "")
     assert case.find("failure") is not None
+
+
+def test_the_killed_column_is_killed_over_scored() -> None:
+    """Issue 21: crashed and hung mutants are not scored, so ``killed`` shows killed/scored (2
+    killed, 1 survived; the crash and the hang are left out of both numbers)."""
+    m = MutationResult(
+        made=5, controls={"p.net": 7},
+        killed={"p.net": ("arith at line 2", "negate at line 3")},
+        survived={"p.net": ("pass at line 4",)},
+        crashed={"p.net": ("compare at line 5: ZeroDivisionError",)},
+        hung={"p.net": ("constant+1 at line 6",)},
+    )  # fmt: skip
+    credit = score(
+        changed_symbols=["billing.net"], suite=[prop("p.net", ("billing.net",))],
+        assertion_classes={"p.net": "property"},
+        local={"p.net": assess("p.net", [run("p.net", 1, "pass"), run("p.net", 2, "pass")])},
+        executed={"billing.net": {"p.net": True}}, mutation={"billing.net": m},
+    )  # fmt: skip
+    receipt = build_receipt(
+        review_clock="x", patch_sha256="", decision="admit", posture="human_review", admit=False,
+        changed_symbols=["billing.net"], credits=credit.credits, coverage=credit.coverage,
+    )  # fmt: skip
+    text = render_text(Report(receipt=receipt, rows=list(credit.rows)))
+    assert re.search(r"billing\.net\s+p\.net\s+property\s+pass\s+pass\s+yes\s+2/3\s+1", text), text

@@ -9,13 +9,18 @@ the same signed fixture envelope:
   patched tree in which the mutated file is a new file (never written through a link), so the
   client uploads one new blob and the executor reuses every other blob it already holds;
 * ``runs=1``, ``isolation=run``: properties sharing a command prefix run in one fresh sandbox;
-* a property **kills** the mutant when its run is ``fail``, ``error`` or ``exceeded_bound`` *and*
-  executed the mutated symbol (the Execute sends the symbol's range in the mutant file as its one
-  target; ``module:`` code is not traced, as in the suite): a run that failed before it reached
-  the symbol — an import-time guard of the patch that notices its own mutation, say — is no kill.
+* a property **kills** the mutant when its run is ``fail`` (its predicate failed) *and* executed
+  the mutated symbol (the Execute sends the symbol's range in the mutant file as its one target;
+  ``module:`` code is not traced, as in the suite): a run that failed before it reached the
+  symbol — an import-time guard of the patch that notices its own mutation, say — is no kill, the
+  mutant survives it. ``error`` (the subject raised, exited or crashed; the judge erred) is
+  **crashed** and ``exceeded_bound`` **hung**: listed, never kills, not scored (DESIGN §6 step 9).
   A ``pass`` lets the mutant survive; a run with no outcome (transport) is no kill: the mutant
   is re-run once (on another address when there is one), else it is "not run" and counted. A
   refusal, or outcomes signed for another fixture digest, is "not run" too.
+* **controls**: :func:`~client.verdict.credit.required_controls` unmutated runs per symbol (the
+  patched tree as it is, the same properties and targets), placed at random among its mutants; a
+  property's control that does not pass voids its mutation evidence.
 
 Mutants run concurrently across the executors like the suite (the same slots per address). One
 progress line per mutant goes to ``say``. The findings per symbol are a
@@ -36,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from random import SystemRandom
 from typing import Any, Protocol
 
 from client.analysis.mutation.mutants import Mutant, make_mutants
@@ -44,7 +50,7 @@ from client.gate.runs.judging import JudgeMode
 from client.gate.runs.targets import SymbolSite, TargetedClient, executed_by
 from client.gate.settings import CheckSettings
 from client.verdict.admission import covering
-from client.verdict.credit import CreditReport, MutationResult, score
+from client.verdict.credit import CreditReport, MutationResult, required_controls, score
 from client.verdict.stability import Stability
 from patchgate.envelope import Envelope
 from patchgate.errors import RefusedError, TransportError
@@ -57,7 +63,8 @@ __all__ = [
     "score_with_evidence",
 ]  # fmt: skip
 
-KILLS = ("fail", "error", "exceeded_bound")
+KILLS = ("fail",)  # the predicate failed; "error" is crashed, "exceeded_bound" hung: no kill
+_UNSCORED = {"error": "crashed", "exceeded_bound": "hung"}
 MAX_ATTEMPTS = 2
 
 
@@ -91,7 +98,7 @@ class MutantClient(Protocol):
 class _Job:
     n: int
     symbol: str
-    mutant: Mutant
+    mutant: Mutant | None  # None: a control (the patched tree unmutated)
     props: tuple[PropertyPin, ...]
     target: tuple[str, int, int, str] | None  # the symbol in the mutant file (None: module code)
     attempt: int = 1
@@ -131,11 +138,42 @@ def mutant_tree(patched: Path, rel: str, source: bytes) -> Iterator[Path]:
 
 @dataclass(kw_only=True)
 class _Tally:
-    made: dict[str, int] = field(default_factory=dict)
     not_run: dict[str, int] = field(default_factory=dict)
-    ran: dict[str, dict[str, int]] = field(default_factory=dict)
-    killed: dict[str, dict[str, int]] = field(default_factory=dict)
-    survivors: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    #: kind (killed, survived, crashed, hung, controls_failed) -> symbol -> property -> labels
+    labels: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
+    controls: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, kind: str, symbol: str, pid: str, label: str) -> None:
+        self.labels.setdefault(kind, {}).setdefault(symbol, {}).setdefault(pid, []).append(label)
+
+    def of(self, kind: str, symbol: str) -> dict[str, tuple[str, ...]]:
+        return {p: tuple(v) for p, v in self.labels.get(kind, {}).get(symbol, {}).items()}
+
+    def settle_control(self, job: _Job, outcomes: Mapping[str, str]) -> str:
+        """Count one control's outcomes; its progress tag."""
+        bad = []
+        for pid, outcome in outcomes.items():
+            self.controls.setdefault(job.symbol, {}).setdefault(pid, 0)
+            self.controls[job.symbol][pid] += 1
+            if outcome != "pass":
+                self.add("controls_failed", job.symbol, pid, f"control {job.n}: {outcome}")
+                bad.append(f"{pid} {outcome}")
+        return f"failed ({', '.join(bad)})" if bad else ("passed" if outcomes else "not run")
+
+    def settle_mutant(self, job: _Job, outcomes: Mapping[str, str], why: Mapping[str, str]) -> str:
+        """Count one mutant's outcomes; its progress tag."""
+        label = job.mutant.label if job.mutant is not None else "control"
+        for pid, outcome in outcomes.items():
+            if outcome in KILLS:
+                self.add("killed", job.symbol, pid, label)
+            elif outcome in _UNSCORED:
+                self.add(_UNSCORED[outcome], job.symbol, pid, f"{label}: {why.get(pid) or outcome}")
+            else:
+                self.add("survived", job.symbol, pid, label)
+        killers = sorted(p for p, o in outcomes.items() if o in KILLS)
+        if killers:
+            return f"killed by {', '.join(killers)}"
+        return "survived" if outcomes else "not run"
 
 
 def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its story
@@ -152,13 +190,18 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
     fixture_root: str,
     say: Callable[[str], None] = lambda _msg: None,
     concurrency: int | None = None,
+    min_mutation_score: float = 0.5,
 ) -> MutationRun:
     """Make and run the mutants of every candidate symbol (symbol -> properties that would
-    credit it); see the module docstring."""
+    credit it), with ``required_controls(min_mutation_score)`` controls each; see the module
+    docstring."""
     t0 = time.monotonic()
     results: dict[str, MutationResult] = {}
     per_symbol: dict[str, dict[str, Any]] = {}
     jobs: deque[_Job] = deque()
+    n_controls = required_controls(min_mutation_score)
+    rng = SystemRandom()
+    mutants_run = 0
     for symbol in sorted(candidates):
         site = sites.get(symbol)
         source = None
@@ -174,16 +217,27 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
             continue
         every_line = frozenset(range(1, source.count(b"\n") + 2))  # until the caller's v2 rewrite
         made = make_mutants(source, site.qualname, changed_lines=every_line, cap=k)
-        per_symbol[symbol] = {"made": len(made.mutants), "skipped": made.skipped}
+        per_symbol[symbol] = {"made": len(made.mutants), "sites": made.sites,
+                              "skipped": made.skipped}  # fmt: skip
         if made.problem:
             per_symbol[symbol]["problem"] = made.problem
-            results[symbol] = MutationResult(skipped=made.skipped, problem=made.problem)
+            results[symbol] = MutationResult(
+                sites=made.sites, skipped=made.skipped, problem=made.problem
+            )
             continue
         props = tuple(candidates[symbol])
+        mine: list[_Job] = []
         for m in made.mutants:
             last = site.last + m.source.count(b"\n") - source.count(b"\n")
             target = None if site.is_module else (site.path, site.first, last, symbol)
-            jobs.append(_Job(len(jobs) + 1, symbol, m, props, target))
+            mine.append(_Job(len(jobs) + len(mine) + 1, symbol, m, props, target))
+        mutants_run += len(mine)
+        plain = None if site.is_module else (site.path, site.first, site.last, symbol)
+        for _ in range(n_controls):  # hidden among the mutants, at random places
+            control = _Job(len(jobs) + len(mine) + 1, symbol, None, props, plain)
+            mine.insert(rng.randrange(len(mine) + 1), control)
+        per_symbol[symbol]["controls"] = n_controls
+        jobs.extend(mine)
     tally = _Tally()
     total = len(jobs)
     lock = threading.Lock()
@@ -219,18 +273,24 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         """One Execute of one mutant; None for a refusal (nothing ran, not re-run)."""
         suffix = "" if job.attempt == 1 else f"-rerun{job.attempt - 1}"
         site = sites[job.symbol]
+
+        def execute(tree: Path) -> ExecutionResult:
+            return client.execute(
+                fixture_envelope=envelope,
+                workspace=tree,
+                fixture_root=fixture_root,
+                properties=list(job.props),
+                runs=1,
+                request_id=f"{expected_digest[:12]}-mutant-{job.n}{suffix}",
+                targets=(job.target,) if job.target else (),
+                isolation="run",
+            )
+
         try:
+            if job.mutant is None:  # a control: the patched tree as it is
+                return execute(patched)
             with mutant_tree(patched, site.path, job.mutant.source) as tree:
-                return client.execute(
-                    fixture_envelope=envelope,
-                    workspace=tree,
-                    fixture_root=fixture_root,
-                    properties=list(job.props),
-                    runs=1,
-                    request_id=f"{expected_digest[:12]}-mutant-{job.n}{suffix}",
-                    targets=(job.target,) if job.target else (),
-                    isolation="run",
-                )
+                return execute(tree)
         except RefusedError as exc:
             say(f"[mutation] mutant {job.n}: {client.address} refused ({exc.code}): {exc.reason}")
             return None
@@ -239,44 +299,35 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
 
     def settle(address: str, job: _Job, got: ExecutionResult | None) -> _Job | None:
         outcomes: dict[str, str] = {}
+        why: dict[str, str] = {}
+        asked = {p.id for p in job.props}
         if got is not None and (not got.outcomes or got.observed_fixture_digest == expected_digest):
-            outcomes = {
-                o.property_id: (
+            for o in got.outcomes:
+                if o.run_index != 1 or o.property_id not in asked:
+                    continue
+                reached = job.target is None or job.symbol in o.executed
+                outcomes[o.property_id] = (
                     o.outcome
-                    if o.outcome not in KILLS or job.target is None or job.symbol in o.executed
+                    if o.outcome not in KILLS or reached
                     else "failed without executing it"
                 )
-                for o in got.outcomes
-                if o.run_index == 1
-            }
+                why[o.property_id] = o.failure_signature.strip().partition("\n")[0][:120]
         missing = tuple(p for p in job.props if p.id not in outcomes)
+        name = job.mutant.label if job.mutant is not None else "control"
         with lock:
-            for pid, outcome in outcomes.items():
-                if pid not in {p.id for p in job.props}:
-                    continue
-                tally.ran.setdefault(job.symbol, {}).setdefault(pid, 0)
-                tally.ran[job.symbol][pid] += 1
-                if outcome in KILLS:
-                    tally.killed.setdefault(job.symbol, {}).setdefault(pid, 0)
-                    tally.killed[job.symbol][pid] += 1
-                else:
-                    tally.survivors.setdefault(job.symbol, {}).setdefault(pid, [])
-                    tally.survivors[job.symbol][pid].append(job.mutant.label)
+            if job.mutant is None:
+                tag = tally.settle_control(job, outcomes)
+            else:
+                tag = tally.settle_mutant(job, outcomes, why)
             if missing and got is not None and job.attempt < MAX_ATTEMPTS:
-                say(f"[mutation] mutant {job.n} {job.mutant.label}: no outcome; re-running once")
+                say(f"[mutation] mutant {job.n} {name}: no outcome; re-running once")
                 return _Job(
                     job.n, job.symbol, job.mutant, missing, job.target, job.attempt + 1, address
                 )
-            if not outcomes:
+            if not outcomes and job.mutant is not None:
                 tally.not_run[job.symbol] = tally.not_run.get(job.symbol, 0) + 1
             done[0] += 1
-            killers = sorted(p for p, o in outcomes.items() if o in KILLS)
-            tag = (
-                f"killed by {', '.join(killers)}"
-                if killers
-                else ("survived" if outcomes else "not run")
-            )
-            say(f"[mutation {done[0]}/{total}] {job.symbol}: {job.mutant.label}: {tag}")
+            say(f"[mutation {done[0]}/{total}] {job.symbol}: {name}: {tag}")
         return None
 
     if jobs and addrs:
@@ -313,23 +364,31 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                 c.close()
     elif jobs:  # no executor: every mutant is not run
         for job in jobs:
-            tally.not_run[job.symbol] = tally.not_run.get(job.symbol, 0) + 1
+            if job.mutant is not None:
+                tally.not_run[job.symbol] = tally.not_run.get(job.symbol, 0) + 1
     for symbol, info in per_symbol.items():
         if symbol in results:
             continue
         info["not_run"] = tally.not_run.get(symbol, 0)
         results[symbol] = MutationResult(
             made=info["made"],
+            sites=info["sites"],
+            candidates=info["made"],  # make_mutants stops at k: the compiling ones it reached
             skipped=info["skipped"],
             not_run=info["not_run"],
-            ran=dict(tally.ran.get(symbol, {})),
-            killed=dict(tally.killed.get(symbol, {})),
-            survivors={p: tuple(v) for p, v in tally.survivors.get(symbol, {}).items()},
+            killed=tally.of("killed", symbol),
+            survived=tally.of("survived", symbol),
+            crashed=tally.of("crashed", symbol),
+            hung=tally.of("hung", symbol),
+            controls=dict(tally.controls.get(symbol, {})),
+            controls_failed=tally.of("controls_failed", symbol),
         )
     record = {
         "enabled": True,
         "k": k,
-        "mutants_run": total,
+        "min_mutation_score": min_mutation_score,
+        "controls_required": n_controls,
+        "mutants_run": mutants_run,
         "elapsed_ms": int((time.monotonic() - t0) * 1000),
         "symbols": dict(sorted(per_symbol.items())),
     }
@@ -379,25 +438,33 @@ def score_with_evidence(
     say: Callable[[str], None],
     untrusted: str = "",
     judge: JudgeMode | None = None,
+    min_mutation_score: float = 0.5,
 ) -> tuple[CreditReport, dict[str, Any]]:
     """Score with the executed rule, then (``s.mutants`` > 0) run the mutants of every symbol
     that would earn credit and score again with what they showed. ``untrusted`` (why the patch's
     code could notice its own mutation, :mod:`client.analysis.mutation.introspection`) runs no
     mutant: no symbol gets mutation credit and the reason says why.
 
-    Returns the report and the receipt's ``mutation`` entry.
+    ``min_mutation_score``: the base configuration's threshold (credit and the controls each
+    property runs). Returns the report and the receipt's ``mutation`` entry, which records the
+    threshold and the controls it requires whether or not the stage ran.
     """
+    threshold = {
+        "min_mutation_score": min_mutation_score,
+        "controls_required": required_controls(min_mutation_score),
+    }
     executed = executed_map(sites, symbols, suite, local)
 
     def scored(mutation: Mapping[str, MutationResult] | None) -> CreditReport:
         return score(
             changed_symbols=symbols, suite=suite, assertion_classes=classes, local=local,
             remote=remote, executed=executed, mutation=mutation,
+            min_mutation_score=min_mutation_score,
         )  # fmt: skip
 
     first = scored(None)
     if s.mutants <= 0:
-        return first, {"enabled": False, "allow_unmutated": allow_unmutated}
+        return first, {"enabled": False, "allow_unmutated": allow_unmutated, **threshold}
     by_id = {p.id: p for p in suite}
     candidates: dict[str, list[PropertyPin]] = {}
     for row in first.rows:
@@ -406,8 +473,8 @@ def score_with_evidence(
     if untrusted:
         say(f"mutation: not run, its evidence would not be trusted: {untrusted}")
         found = {symbol: MutationResult(untrusted=untrusted) for symbol in candidates}
-        record = {"enabled": True, "k": s.mutants, "mutants_run": 0, "elapsed_ms": 0,
-                  "symbols": {}, "untrusted": untrusted}  # fmt: skip
+        record = {"enabled": True, "k": s.mutants, **threshold, "mutants_run": 0,
+                  "elapsed_ms": 0, "symbols": {}, "untrusted": untrusted}  # fmt: skip
     else:
         say(f"mutation: up to {s.mutants} mutants for each of {len(candidates)} symbol(s)")
 
@@ -423,7 +490,7 @@ def score_with_evidence(
             candidates=candidates, sites=sites, patched=patched, k=s.mutants,
             patch_sha256=patch_sha256, addresses=s.executors, connect=connect, envelope=envelope,
             expected_digest=digest, fixture_root=fixture_root, say=say,
-            concurrency=s.executor_concurrency,
+            concurrency=s.executor_concurrency, min_mutation_score=min_mutation_score,
         )  # fmt: skip
         found, record = dict(run.results), run.record
     # A symbol no property would credit keeps its first reason: the stage did not reach it.
