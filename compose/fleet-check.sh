@@ -30,6 +30,7 @@ certs=$dir/certs
 # the client container reads its own copy of the repository, owned by the container's user
 exec docker run --rm --network "${stack}_fleet" \
   --label "patchgate.fleet-client=$stack" \
+  ${PATCHGATE_MUTANTS:+-e "PATCHGATE_MUTANTS=$PATCHGATE_MUTANTS"} \
   -v "$repo:/work/repo:ro" -v "$patch:/work/patch.diff:ro" -v "$out:/work/out" \
   -v "$dir/public/operator-keyring.json:/etc/patchgate/operator-keyring.json:ro" \
   -v "$certs/ca.crt:/etc/patchgate/tls/ca.crt:ro" \

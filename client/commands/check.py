@@ -50,6 +50,7 @@ __all__ = [
 
 CONFIG_FILE = "patchgate.toml"
 MAX_MUTANTS = 50
+DEFAULT_MUTANTS = 16  # DESIGN §6 step 9
 _KNOWN = {
     "signer", "executor", "remote_executor", "operator_keyring", "executor_keyring", "out",
     "executor_concurrency", "isolation",
@@ -139,10 +140,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "--mutants",
         type=_mutants,
-        default=4,
+        default=os.environ.get("PATCHGATE_MUTANTS") or str(DEFAULT_MUTANTS),
         metavar="K",
-        help="mutants per changed symbol that would earn credit (default 4); a property must "
-        "kill one to credit it. 0 turns the stage off: such a check is not admitted unless the "
+        help=f"the cap on mutants per changed symbol that would earn credit (default "
+        f"{DEFAULT_MUTANTS}, or $PATCHGATE_MUTANTS): every mutant on the lines the patch wrote "
+        "runs, up to K drawn at random (the seed is in the receipt); a covering property credits "
+        "the symbol when its own predicate kills one and its mutation score reaches the base's "
+        "min_mutation_score. 0 turns the stage off: such a check is not admitted unless the "
         "reviewed configuration says allow_unmutated = true",
     )
     p.add_argument(

@@ -42,7 +42,7 @@ class CheckSettings:
     runs: int = 2
     #: Mutants per changed symbol that would earn credit (0: the stage is off; such a check is
     #: admitted only when the reviewed configuration says ``allow_unmutated = true``).
-    mutants: int = 4
+    mutants: int = 16
     executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1
     isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run
     #: "on": the judge apart (DESIGN §6.7); "off": the single-process run, admitted only when the
