@@ -1,8 +1,9 @@
 """Run every benchmark once and print ONE table (ratios measured side by side in this run).
 
 Digest throughput (bench_digest), signer latency/throughput (functions of bench_signer, called as
-they are), gate overhead + re-upload + fleet scaling (bench_gate), the mutation stage's added cost
-(bench_mutation), 10,000 blobs through the blob
+they are), gate overhead + re-upload + fleet scaling (bench_gate), the mutation stage beside
+mutmut 3.8.1 (bench_mutation, changed symbols from ``--mutation-symbols``; it installs mutmut, a
+benchmark-only dependency, into the .venv on first use), 10,000 blobs through the blob
 store beside the fsync floor (bench_blobstore, at most ``--blob-budget`` seconds per measure),
 how a check scales with the suite against one docker pytest twice (bench_scale, N from
 ``--scale-ns``), normal calls while 1,000 stalled callers hang on at each daemon (bench_stall,
@@ -10,7 +11,8 @@ how a check scales with the suite against one docker pytest twice (bench_scale, 
 ``--judge-ns``), then the machine it ran on.
 If bench/bench_sandbox.py exists, its own table is printed after ours (run as it is, with
 ``--n 4 --repeat 1`` to stay inside the time budget; ``--no-sandbox`` skips it).
-Temp data lives under /tmp/pgbench-* and is removed at the end. About 8 minutes on 2 cores, plus
+Temp data lives under /tmp/pgbench-* and is removed at the end. About 8 minutes on 2 cores (more
+with bench_mutation at 20 changed symbols: one sandbox per mutant today), plus
 about 10 for bench_scale.
 
 Usage: .venv/bin/python bench/run_all.py [--signer-requests N] [--reps N]
@@ -101,6 +103,7 @@ def main() -> int:
     ap.add_argument("--scale-ns", default="1,8,32,128", help="suite sizes of bench_scale")
     ap.add_argument("--stall-n", type=int, default=1000, help="stalled callers of bench_stall")
     ap.add_argument("--judge-ns", default="1,32,128", help="suite sizes of bench_judge")
+    ap.add_argument("--mutation-symbols", default="1,5,20", help="patch sizes of bench_mutation")
     args = ap.parse_args()
     configure_logging("warning", json_lines=True)
     t0 = time.monotonic()
@@ -125,7 +128,8 @@ def main() -> int:
         print("gate, re-upload, fleet ...", file=sys.stderr, flush=True)
         rows += gate_rows(tmp / "gate", reps=args.reps)
         print("mutation stage ...", file=sys.stderr, flush=True)
-        rows += mutation_rows(tmp / "mutation", reps=args.reps)
+        sizes = sorted({int(n) for n in args.mutation_symbols.split(",")})
+        rows += mutation_rows(tmp / "mutation", symbols=sizes)
         print("blob store ...", file=sys.stderr, flush=True)
         rows += blob_rows(tmp / "blobstore", budget=args.blob_budget)
         print("scale (batched vs per-property sandboxes) ...", file=sys.stderr, flush=True)
