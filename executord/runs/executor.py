@@ -847,6 +847,7 @@ def variant_outcomes(
     *,
     ended: str = "",
     bound_text: str = "",
+    plugin: str = PLUGIN_PATH,
 ) -> list[RunOutcome]:
     """Each member property's outcome under each of ``count`` variants (run 1), from the
     variants' logs of one sandbox: each judged like one batch run, with its pair's judge status
@@ -872,7 +873,7 @@ def variant_outcomes(
             part,
             members,
             code,
-            PLUGIN_PATH,
+            plugin,
             ended="" if part.judge_end is not None else ended or "cut short",
             bound_text=bound_text,
         )

@@ -166,7 +166,9 @@ def test_a_reset_failure_makes_the_remaining_variants_error_not_the_earlier_ones
 def test_a_sandbox_that_ended_early_leaves_the_completed_variants_judged(tmp_path: Path) -> None:
     rig = _rig(tmp_path, FakeRuntime(script=lambda _s: FakeRun(variant_stop=2)))
     report = _execute(rig, variants=(V1, V2, V3), runs=1)
-    got = {o.variant: (o.outcome, o.failure_kind) for o in map(RunOutcome.from_proto, report.outcomes)}
+    got = {
+        o.variant: (o.outcome, o.failure_kind) for o in map(RunOutcome.from_proto, report.outcomes)
+    }
     assert got == {1: ("pass", ""), 2: ("pass", ""), 3: ("error", "judge_error")}
 
 
