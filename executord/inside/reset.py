@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import shutil
 import stat
@@ -94,7 +93,7 @@ def remove_ipc(uid: int) -> None:
     objects = ipc_objects(uid)
     if not objects:
         return
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)  # the libc the interpreter already links
     for table, ident in objects:
         if table == "shm":
             libc.shmctl(ctypes.c_int(ident), ctypes.c_int(IPC_RMID), None)
