@@ -264,3 +264,42 @@ def test_a_channel_with_variants_has_caps_scaled_to_them(tmp_path: Path) -> None
     finally:
         plain.close()
         many.close()
+
+
+# -- the client's side -----------------------------------------------------------------------------
+
+
+def test_run_outcome_carries_failure_kind_and_variant_over_the_wire() -> None:
+    o = RunOutcome.make("p", 1, "fail", "assert 1", failure_kind="assertion", variant=3)
+    back = RunOutcome.from_proto(o.to_proto())
+    assert (back.failure_kind, back.variant) == ("assertion", 3)
+    assert RunOutcome.make("p", 1, "pass", failure_kind="assertion").failure_kind == ""
+    assert "variant" not in RunOutcome.make("p", 1, "pass").to_json()
+    assert RunOutcome.make("p", 1, "error", failure_kind="subject").to_json()["failure_kind"] == (
+        "subject"
+    )
+    with pytest.raises(ValueError, match="failure kind"):
+        RunOutcome.make("p", 1, "fail", failure_kind="predicate")
+
+
+def test_the_client_keeps_asked_variants_and_names_the_missing_ones() -> None:
+    from patchgate.envelope import Envelope  # noqa: PLC0415 - only this test
+    from patchgate.executor_client import ExecutionResult, _variants_checked  # noqa: PLC0415
+
+    outcomes = tuple(
+        RunOutcome.make(pid, 1, "pass", variant=n) for pid in ("a", "b") for n in (1, 2, 9)
+    )
+    result = ExecutionResult(
+        address="x", lane="local", executor_keyid="k", observed_fixture_digest="d",
+        outcomes=tuple(o for o in outcomes if (o.property_id, o.variant) != ("b", 2)),
+        transport=(), timings={}, sandbox={},
+        envelope=Envelope(payload_type="t", payload=b"", signatures=()), uploaded_bytes=0,
+    )  # fmt: skip
+    checked = _variants_checked(result, [("a", 1), ("b", 1)], 2)
+    assert sorted((o.property_id, o.variant) for o in checked.outcomes) == [
+        ("a", 1), ("a", 2), ("b", 1),
+    ]  # fmt: skip
+    assert [(t.kind, t.property_id, t.detail) for t in checked.transport] == [
+        ("empty_response", "b", "variant 2 not reported")
+    ]
+    assert _variants_checked(result, [("a", 1)], 0) is result
