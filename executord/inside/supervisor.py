@@ -387,7 +387,12 @@ class Supervisor:
         """One pair per variant, in order, each after its ``variant`` record, reset after each;
         0 when every variant ran, else 1 (the deadline passed, a source unreadable, a reset failed).
         """
-        with open(self.cfg["variants_file"], "rb") as fh:  # uid 0's alone, never inherited
+        try:
+            fh = open(self.cfg["variants_file"], "rb")  # noqa: SIM115 - uid 0's alone, not inherited
+        except OSError as exc:
+            self.out.send({"kind": "reset", "ok": False, "detail": f"no variants file: {exc}"})
+            return 1
+        with fh:
             for n, v in enumerate(self.cfg["variants"], 1):
                 if deadline is not None and time.monotonic() > deadline:
                     return 1

@@ -152,6 +152,52 @@ def test_without_a_reset_the_next_variant_would_see_the_last_ones_litter(tmp_pat
     assert items == ["pass", "fail"], err
 
 
+def test_the_variant_bound_ends_a_hanging_variant_and_the_next_one_runs(tmp_path: Path) -> None:
+    """The supervisor's clock with variants is min(bound_ms, variant_bound_ms): a variant whose
+    code never answers is ``exceeded_bound`` (the subject's hang), the control after it passes."""
+    hangs = ON_DISK.replace("return 10", "import time; time.sleep(3600)", 1)
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "variants.bin").write_bytes(hangs.encode() + ON_DISK.encode())
+    path = str(tmp_path / "src/pgshop/__init__.py")
+    cfg = supervisor_config(
+        tmp_path,
+        ["tests/test_v.py::test_price"],
+        bound_ms=60_000,
+        grace_ms=300,
+        variant_bound_ms=500,
+        variants_file=str(tmp_path / "variants.bin"),
+        variants=[
+            {"path": path, "offset": 0, "size": len(hangs.encode())},
+            {"path": path, "offset": len(hangs.encode()), "size": len(ON_DISK.encode())},
+        ],
+    )
+    code, records, err = run_supervisor(cfg)
+    assert code == 0, err
+    hang = [r for r in records if r["kind"] == "subject" and r["event"] == "hang"]
+    assert len(hang) == 1
+    assert "500 ms" in hang[0]["detail"]
+    got = _judged(records, 2)
+    assert (got[(1, "test_price")], got[(2, "test_price")]) == (
+        ("exceeded_bound", "subject"),
+        ("pass", ""),
+    ), err
+
+
+def test_a_missing_variants_file_ends_the_run_with_a_reset_failure(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    cfg = supervisor_config(
+        tmp_path,
+        ["tests/test_v.py"],
+        variants_file=str(tmp_path / "absent.bin"),
+        variants=[{"path": "/x.py", "offset": 0, "size": 1}],
+    )
+    code, records, _err = run_supervisor(cfg)
+    assert code == 1
+    assert [r["kind"] for r in records] == ["reset"]
+    assert "no variants file" in records[0]["detail"]
+
+
 def test_a_malformed_variant_entry_is_a_config_error(tmp_path: Path) -> None:
     write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
     cfg = supervisor_config(tmp_path, ["tests/test_v.py"], variants=[{"path": "x"}])
