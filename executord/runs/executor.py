@@ -579,7 +579,8 @@ class Executor:
             raise SandboxError("internal", "fixture bytes changed before this run; not run")
         inp, manifest = prepared.inp, prepared.statement.manifest
         by_id = {p.id: p for p in inp.properties}
-        paths = self._run_paths(prepared, f"variants-{_slug(group.ids[0])}")
+        first = next(i for i, p in enumerate(inp.properties) if p.id == group.ids[0])
+        paths = self._run_paths(prepared, f"variants-{first}-{_slug(group.ids[0])}")
         if len(group.ids) == 1:
             argv = by_id[group.ids[0]].command
             nodes = node_arguments(argv, manifest.allowed_commands)

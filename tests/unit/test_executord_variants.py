@@ -115,6 +115,22 @@ def test_all_variants_of_a_group_run_in_one_sandbox_in_order(tmp_path: Path) -> 
     assert [list(map(str, o.cases)) for o in report.outcomes] == [[]] * 6
 
 
+@pytest.mark.parametrize("isolation", ["run", "property"])
+def test_each_group_gets_its_own_sandbox_holding_every_variant(
+    tmp_path: Path, isolation: str
+) -> None:
+    """Two prefixes are two groups (and ``property`` isolation: a group per property): one sandbox
+    each, every variant in each."""
+    other = PropertyRun("p.other", (*CMD, "-x", "properties/test_x.py::test_other"))
+    rig = _rig(tmp_path)
+    report = _execute(
+        rig, properties=(OK, SECOND, other), variants=(V1, V2), runs=1, isolation=isolation
+    )
+    assert len(rig.runtime.created) == (2 if isolation == "run" else 3)
+    assert set(_outcomes(report)) == {(p, n) for p in ("p.ok", "p.two", "p.other") for n in (1, 2)}
+    assert set(_outcomes(report).values()) == {("pass", "")}
+
+
 def test_the_variant_bound_is_the_smaller_one_and_the_deadline_covers_every_variant(
     tmp_path: Path,
 ) -> None:
