@@ -396,12 +396,12 @@ class Supervisor:
             for n, v in enumerate(self.cfg["variants"], 1):
                 if deadline is not None and time.monotonic() > deadline:
                     return 1
-                self.out.send({"kind": "variant", "index": n})
                 source = os.pread(fh.fileno(), v["size"], v["offset"])
                 if len(source) != v["size"]:
                     why = f"the source of variant {n} is unreadable"
                     self.out.send({"kind": "reset", "ok": False, "detail": why})
                     return 1
+                self.out.send({"kind": "variant", "index": n})
                 self.run_pair(wake, bound, deadline, (v["path"], source))
                 del source
                 why = self.reset()
