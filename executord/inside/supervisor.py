@@ -396,7 +396,10 @@ class Supervisor:
             for n, v in enumerate(self.cfg["variants"], 1):
                 if deadline is not None and time.monotonic() > deadline:
                     return 1
-                source = os.pread(fh.fileno(), v["size"], v["offset"])
+                try:
+                    source = os.pread(fh.fileno(), v["size"], v["offset"])
+                except OSError:
+                    source = b""
                 if len(source) != v["size"]:
                     why = f"the source of variant {n} is unreadable"
                     self.out.send({"kind": "reset", "ok": False, "detail": why})
