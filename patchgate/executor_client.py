@@ -227,6 +227,8 @@ class ExecutorClient:
         judge: str = "on",
         source_roots: Sequence[str] = (),
         production: Sequence[str] = (),
+        variants: Sequence[tuple[str, bytes]] = (),
+        variant_bound_ms: int = 0,
     ) -> ExecutionResult:
         """Upload what is missing, run the suite, verify the signed result.
 
@@ -236,6 +238,13 @@ class ExecutorClient:
         ``judge``: ``on`` (the judge apart: ``production``, the top-level production names under
         ``source_roots``, are served by the subject) or ``off`` (one process); a signed report
         that ran another mode than asked is refused (transport ``internal``).
+
+        ``variants`` (mutation v2): (workspace path of a production ``.py`` file, the source the
+        subject loads instead of it) pairs; with them ``runs`` must be 1 and ``judge`` on, each
+        group of properties runs once per variant in one sandbox, and each outcome carries its
+        1-based ``variant``; a variant a property has no outcome for is a transport record
+        (``empty_response``) of that property. ``variant_bound_ms``: each test's bound with
+        variants is min(signed bound, this) when > 0.
         """
         request_id = request_id or uuid.uuid4().hex
         pairs = [(p.id, r) for p in properties for r in range(1, runs + 1)]
@@ -275,6 +284,8 @@ class ExecutorClient:
             judge=judge,
             source_roots=list(source_roots),
             production=list(production),
+            variants=[executor_pb2.Variant(path=p, source=bytes(src)) for p, src in variants],
+            variant_bound_ms=variant_bound_ms,
         )
         t0 = time.monotonic()
         uploaded = 0
@@ -286,10 +297,8 @@ class ExecutorClient:
         except TransportError as exc:
             return self._failed(pairs, exc.kind, exc.detail, uploaded)
         expected = (request_id, signed_digest, manifest.environment_digest or "executor", judge)
-        return _named_back(
-            self._verify(result, keyring, expected, pairs, uploaded, upload_ms),
-            named,
-        )
+        verified = self._verify(result, keyring, expected, pairs, uploaded, upload_ms)
+        return _named_back(_variants_checked(verified, pairs, len(variants)), named)
 
     def _stream(
         self, request: executor_pb2.ExecuteRequest, on_progress: Callable[[str], None] | None
@@ -402,6 +411,27 @@ class ExecutorClient:
             envelope=None,
             uploaded_bytes=uploaded,
         )
+
+
+def _variants_checked(
+    result: ExecutionResult, pairs: list[tuple[str, int]], count: int
+) -> ExecutionResult:
+    """Without variants: ``result``. With ``count`` variants: only outcomes of a variant asked for
+    (1..count), and a transport record for each (property, variant) without an outcome."""
+    if not count or result.envelope is None:
+        return result
+    outcomes = tuple(o for o in result.outcomes if 1 <= o.variant <= count)
+    seen = {(o.property_id, o.variant) for o in outcomes}
+    failed = {t.property_id for t in result.transport}
+    extra = [
+        TransportRecord(kind="empty_response", detail=f"variant {n} not reported",
+                        property_id=pid, run_index=r, lane=result.lane, address=result.address)
+        for pid, r in pairs
+        if pid not in failed
+        for n in range(1, count + 1)
+        if (pid, n) not in seen
+    ]  # fmt: skip
+    return dataclasses.replace(result, outcomes=outcomes, transport=(*result.transport, *extra))
 
 
 def _wanted(o: common_pb2.RunOutcome, pairs: list[tuple[str, int]]) -> bool:

@@ -17,6 +17,7 @@ from patchgate.v1 import common_pb2
 
 __all__ = [
     "CASE_OUTCOMES",
+    "FAILURE_KINDS",
     "OUTCOMES",
     "TRANSPORT_KINDS",
     "RunOutcome",
@@ -26,6 +27,8 @@ __all__ = [
 ]
 
 OUTCOMES = ("pass", "fail", "error", "exceeded_bound")
+#: What made a run not pass (``RunOutcome.failure_kind``; "" for a pass).
+FAILURE_KINDS = frozenset({"", "assertion", "subject", "judge_error"})
 #: What the reporter says of one case of a parametrized property (``skip`` makes it ``error``).
 CASE_OUTCOMES = frozenset({*OUTCOMES, "skip"})
 _OUTCOME_TO_PB = {
@@ -78,6 +81,10 @@ class RunOutcome:
     #: A parametrized property's cases: (pytest node id, the reporter's outcome of it), sorted by
     #: node id; empty for a plain test. ``outcome`` is the rule over all of them.
     cases: tuple[tuple[str, str], ...] = ()
+    #: What failed: "assertion", "subject", "judge_error", or "" for a pass (common.proto).
+    failure_kind: str = ""
+    #: The 1-based index of the request's variant this run used (0: no variants).
+    variant: int = 0
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -85,6 +92,8 @@ class RunOutcome:
         for case in self.cases:
             if len(case) != 2 or case[1] not in CASE_OUTCOMES:
                 raise ValueError(f"unknown case outcome {case!r}")
+        if self.failure_kind not in FAILURE_KINDS:
+            raise ValueError(f"unknown failure kind {self.failure_kind!r}")
 
     @classmethod
     def make(  # noqa: PLR0917 - positional order predates ``executed``
@@ -97,6 +106,9 @@ class RunOutcome:
         executed: tuple[str, ...] = (),
         tree_hash: str = "",
         cases: tuple[tuple[str, str], ...] = (),
+        *,
+        failure_kind: str = "",
+        variant: int = 0,
     ) -> RunOutcome:
         """Build with the normalized signature and its outcome hash."""
         sig = normalize_failure(failure) if outcome != "pass" else ""
@@ -110,14 +122,20 @@ class RunOutcome:
             executed=tuple(executed),
             tree_hash=tree_hash,
             cases=tuple(sorted(cases)),
+            failure_kind=failure_kind if outcome != "pass" else "",
+            variant=variant,
         )
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON object (``cases`` as ``{node id: outcome}``, only when there are cases)."""
+        """Plain JSON object (``cases`` as ``{node id: outcome}``, only when there are cases;
+        ``failure_kind`` and ``variant`` only when set)."""
         out = asdict(self)
         out.pop("cases")
         if self.cases:
             out["cases"] = dict(self.cases)
+        for key, default in (("failure_kind", ""), ("variant", 0)):
+            if out[key] == default:
+                out.pop(key)
         return out
 
     def to_proto(self) -> common_pb2.RunOutcome:
@@ -132,6 +150,8 @@ class RunOutcome:
             executed=list(self.executed),
             tree_hash=self.tree_hash,
             cases=[common_pb2.CaseOutcome(nodeid=n, outcome=o) for n, o in self.cases],
+            failure_kind=self.failure_kind,
+            variant=self.variant,
         )
 
     @classmethod
@@ -149,6 +169,8 @@ class RunOutcome:
             executed=tuple(msg.executed),
             tree_hash=msg.tree_hash,
             cases=tuple((c.nodeid, c.outcome) for c in msg.cases),
+            failure_kind=msg.failure_kind,
+            variant=msg.variant,
         )
 
 

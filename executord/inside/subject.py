@@ -21,16 +21,20 @@ import contextlib
 import dataclasses
 import enum
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
+import json
 import operator
 import os
 import sys
 import threading
 import traceback
-from types import ModuleType
+from collections.abc import Sequence
+from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["JudgeObject", "Server", "main", "record_kind"]
+__all__ = ["JudgeObject", "Server", "VariantFinder", "main", "read_variant", "record_kind"]
 
 
 def _load(stem: str) -> ModuleType:
@@ -435,6 +439,82 @@ def _judge_exception(raw: object, table: _Table) -> BaseException:
     return RuntimeError(f"judge callback raised {name}: {message}")
 
 
+class VariantFinder(importlib.abc.MetaPathFinder):
+    """Serves the module whose file is ``path`` from ``source`` (first on ``sys.meta_path``).
+
+    The module is found as the path finder finds it (same name, same package layout, the real
+    file as its origin, ``__file__`` and code filename); only its code comes from memory, compiled
+    once as that file, never from a ``.pyc``. The source is dropped once compiled: a re-import or
+    ``importlib.reload`` runs the same code object. The file on disk is never read here: code that
+    reads it sees the patched bytes."""
+
+    def __init__(self, path: str, source: bytes) -> None:
+        self.path = os.path.realpath(path)
+        self._source: bytes | None = source
+        self._code: CodeType | None = None
+        self._failed: BaseException | None = None
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not spec.has_location or not spec.origin:
+            return None
+        if os.path.realpath(spec.origin) != self.path:
+            return None
+        spec.loader = _VariantLoader(self, spec.origin)
+        spec.cached = None
+        return spec
+
+    def code(self, filename: str) -> CodeType:
+        """The variant's code object, compiled on first use (the source then dropped)."""
+        if self._code is None:
+            if self._source is None:
+                raise ImportError(f"the variant of {filename} did not compile: {self._failed}")
+            source, self._source = self._source, None
+            try:
+                self._code = compile(source, filename, "exec", dont_inherit=True)
+            except BaseException as exc:
+                self._failed = exc
+                raise
+            finally:
+                del source
+        return self._code
+
+
+class _VariantLoader(importlib.abc.Loader):
+    def __init__(self, finder: VariantFinder, filename: str) -> None:
+        self._finder, self._filename = finder, filename
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        exec(self._finder.code(self._filename), module.__dict__)  # noqa: S102 - the code under test
+
+
+def read_variant(name: str = "PATCHGATE_SUBJECT_VARIANT_FD") -> tuple[str, bytes] | None:
+    """The variant on the fd the environment names (``{"path"}`` line, then the source), read to
+    its end and closed; None without one. ``ValueError`` when it is malformed."""
+    raw = os.environ.pop(name, "")
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise ValueError("a variant fd that is not a number")
+    fd = int(raw)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    head, newline, source = b"".join(chunks).partition(b"\n")
+    doc = json.loads(head) if newline else None
+    if not isinstance(doc, dict) or type(doc.get("path")) is not str:
+        raise ValueError("a malformed variant")
+    return doc["path"], source
+
+
 def _fds(name: str) -> list[int]:
     raw = os.environ.pop(name, "")
     return [int(x) for x in raw.split(",") if x.strip().isdigit()]
@@ -442,6 +522,13 @@ def _fds(name: str) -> list[int]:
 
 def main() -> int:
     """The subject's entry point (the supervisor starts it with its fds and config set)."""
+    try:
+        variant = read_variant()
+    except (OSError, ValueError):
+        return 2
+    if variant is not None:  # before any production import
+        sys.meta_path.insert(0, VariantFinder(*variant))
+        del variant
     config = wire.role_env("PATCHGATE_SUBJECT_CONFIG")
     os.environ.pop("PATCHGATE_SUBJECT_CONFIG", None)
     link_fds = _fds("PATCHGATE_SUBJECT_LINK")

@@ -19,6 +19,11 @@ records. In order:
    past the run's deadline everything;
 6. reap every child (as PID 1, orphans too) and exit with the judge's exit status.
 
+With ``variants`` (mutation v2, ``wire.py`` "Variants"), steps 3 to 6 run once per variant, each
+pair after a ``variant`` record and with only its own variant's source on an inherited fd, and
+between pairs (and after the last) the reset: both roles' processes killed, then ``reset.py`` as
+each role's uid.
+
 Nothing the subject writes is relayed as an outcome: from the subject the supervisor reads only
 its executed report, and refuses anything else on that pipe (``garbage``).
 
@@ -37,6 +42,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -67,6 +73,7 @@ else:
 _SLICE_S = 0.1
 _MAX_TARGETS = 4096
 _END_GRACE_S = 2.0
+_RESET_S = 10.0
 _ROLE = frozenset({"argv", "uid", "gid", "groups", "env", "cwd"})
 
 
@@ -101,7 +108,27 @@ def load_config(path: str) -> dict[str, Any]:
         uids = {cfg["judge"].get("uid"), cfg["subject"].get("uid")}
         if len(uids) != 2 or not all(type(u) is int and u > 0 for u in uids):
             raise ConfigError("judge and subject need two distinct non-root uids")
+    _check_variants(cfg)
     return cfg
+
+
+def _check_variants(cfg: dict[str, Any]) -> None:
+    variants = cfg.get("variants", [])
+    if not isinstance(variants, list):
+        raise ConfigError("variants is not a list")
+    for v in variants:
+        if (
+            not isinstance(v, dict)
+            or set(v) != {"path", "offset", "size"}
+            or type(v["path"]) is not str
+            or not all(type(v[k]) is int and v[k] >= 0 for k in ("offset", "size"))
+        ):
+            raise ConfigError("a malformed variant entry")
+    if variants and (type(cfg.get("variants_file")) is not str or not cfg["variants_file"]):
+        raise ConfigError("variants without a variants file")
+    dirs = cfg.get("reset_dirs", [])
+    if not isinstance(dirs, list) or not all(type(d) is str and d.startswith("/") for d in dirs):
+        raise ConfigError("reset_dirs is not a list of absolute paths")
 
 
 class Out:
@@ -187,6 +214,7 @@ class Supervisor:
     garbage: bool = False
     finished: bool = False  # the judge's reporter sent its session's final record
     suspect: str = ""  # the test whose item arrived while the subject was already ending
+    children: tuple[_Child, ...] = ()  # the pair running (or last run)
 
     def emit(self, rec: dict[str, Any]) -> None:
         if self.started:
@@ -194,7 +222,9 @@ class Supervisor:
         else:
             self.pending.append(rec)
 
-    def spawn(self) -> tuple[_Child, _Child, _Lines, _Lines]:
+    def spawn(
+        self, variant: tuple[str, bytes] | None = None
+    ) -> tuple[_Child, _Child, _Lines, _Lines]:
         j_r, s_w = os.pipe()  # subject -> judge
         s_r, j_w = os.pipe()  # judge -> subject
         jrep_r, jrep_w = os.pipe()
@@ -215,12 +245,18 @@ class Supervisor:
                 "production": prod, "call_timeout_ms": self.cfg.get("call_timeout_ms", 0),
                 "caps": caps}),
         }  # fmt: skip
-        subject = self._start("subject", sub_env, (s_r, s_w, srep_w))
-        for fd in (s_r, s_w, srep_w):
+        sub_fds: tuple[int, ...] = (s_r, s_w, srep_w)
+        if variant is not None:  # its own variant only, on an fd it reads and closes at start
+            vfd = _variant_fd(*variant)
+            sub_env["PATCHGATE_SUBJECT_VARIANT_FD"] = str(vfd)
+            sub_fds = (*sub_fds, vfd)
+        subject = self._start("subject", sub_env, sub_fds)
+        for fd in sub_fds:
             os.close(fd)
         judge = self._start("judge", judge_env, (j_r, j_w, jrep_w))
         for fd in (j_r, j_w, jrep_w):
             os.close(fd)
+        self.children = (judge, subject)
         return judge, subject, _Lines(jrep_r), _Lines(srep_r)
 
     def _start(self, role: str, extra: dict[str, str], fds: tuple[int, ...]) -> _Child:
@@ -346,11 +382,108 @@ class Supervisor:
 
     def run(self) -> int:
         wake = _child_wakeup()  # SIGCHLD wakes the select: no polling delay at a child's end
-        judge, subject, jlines, slines = self.spawn()
-        bound = max(0, int(self.cfg.get("bound_ms", 0))) / 1000
-        grace = max(0, int(self.cfg.get("grace_ms", 2000))) / 1000
+        bound_ms = max(0, int(self.cfg.get("bound_ms", 0)))
         deadline_ms = int(self.cfg.get("deadline_ms", 0))
         deadline = time.monotonic() + deadline_ms / 1000 if deadline_ms > 0 else None
+        if not self.cfg.get("variants"):
+            return self.run_pair(wake, bound_ms / 1000, deadline)
+        vbound = max(0, int(self.cfg.get("variant_bound_ms", 0)))
+        if vbound:
+            bound_ms = min(bound_ms, vbound) if bound_ms else vbound
+        return self.run_variants(wake, bound_ms / 1000, deadline)
+
+    def run_variants(self, wake: int, bound: float, deadline: float | None) -> int:
+        """One pair per variant, in order, each after its ``variant`` record, reset after each;
+        0 when every variant ran, else 1 (the deadline passed, a source unreadable, a reset failed).
+        """
+        try:
+            fh = open(self.cfg["variants_file"], "rb")  # noqa: SIM115 - uid 0's alone, not inherited
+        except OSError as exc:
+            self.out.send({"kind": "reset", "ok": False, "detail": f"no variants file: {exc}"})
+            return 1
+        with fh:
+            for n, v in enumerate(self.cfg["variants"], 1):
+                if deadline is not None and time.monotonic() > deadline:
+                    return 1
+                try:
+                    source = os.pread(fh.fileno(), v["size"], v["offset"])
+                except OSError:
+                    source = b""
+                if len(source) != v["size"]:
+                    why = f"the source of variant {n} is unreadable"
+                    self.out.send({"kind": "reset", "ok": False, "detail": why})
+                    return 1
+                self.out.send({"kind": "variant", "index": n})
+                self.run_pair(wake, bound, deadline, (v["path"], source))
+                del source
+                why = self.reset()
+                if why:
+                    self.out.send({"kind": "reset", "ok": False, "detail": why[:4000]})
+                    return 1
+        return 0
+
+    def reset(self) -> str:
+        """Between variants: both roles' processes killed, then what each uid owns removed by
+        ``reset.py`` run as that uid; "" when clean, else what was left."""
+        switch = self.cfg.get("switch_users", True) is True
+        for child in self.children:
+            with contextlib.suppress(OSError):
+                os.killpg(child.proc.pid, signal.SIGKILL)
+        roles = [self.cfg[r] for r in ("subject", "judge")]
+        if switch:
+            for r in roles:
+                if not _kill_all_of(r["uid"]):
+                    return f"processes of uid {r['uid']} outlived the kill"
+        _reap_all()
+        problems = []
+        for name, r in zip(("subject", "judge"), roles, strict=True):
+            problems += self._reset_role(name, r, switch=switch)
+        _reap_all()
+        return "; ".join(problems)
+
+    def _reset_role(self, name: str, role: dict[str, Any], *, switch: bool) -> list[str]:
+        dirs = [str(d) for d in self.cfg.get("reset_dirs", [])]
+        if switch:
+            env = role.get("env") or {}
+            dirs += [str(env[k]) for k in ("HOME", "TMPDIR") if env.get(k)]
+        dirs = list(dict.fromkeys(dirs))
+        if not dirs and not switch:
+            return []
+        helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reset.py")
+        argv = [sys.executable, "-I", helper, *(["--ipc"] if switch else []), *dirs]
+        ids: dict[str, Any] = {}
+        if switch:
+            ids = {"user": role["uid"], "group": role["gid"],
+                   "extra_groups": list(role.get("groups", []))}  # fmt: skip
+        try:
+            done = subprocess.run(
+                argv, env={"PATH": os.environ.get("PATH", "")}, cwd="/", check=False,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                timeout=_RESET_S, start_new_session=True, **ids,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as exc:
+            return [f"the {name}'s reset did not run: {exc}"]
+        finally:
+            if switch:
+                _kill_all_of(role["uid"])
+        if done.returncode != 0:
+            tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
+            return [f"the {name}'s reset failed ({done.returncode}): {' | '.join(tail)}"]
+        return []
+
+    def run_pair(
+        self,
+        wake: int,
+        bound: float,
+        deadline: float | None,
+        variant: tuple[str, bytes] | None = None,
+    ) -> int:
+        """One judge and one subject, start to end; the judge's exit status."""
+        self.pending, self.started, self.current, self.since = [], False, "", 0.0
+        self.garbage, self.finished, self.suspect = False, False, ""
+        judge, subject, jlines, slines = self.spawn(variant)
+        del variant
+        grace = max(0, int(self.cfg.get("grace_ms", 2000))) / 1000
         judge_gone_at: float | None = None
         while True:
             readers = [r for r in (jlines, slines) if not r.eof]
@@ -464,6 +597,50 @@ def _kill_uid(uid: int) -> None:
         with contextlib.suppress(OSError):
             if os.stat(f"/proc/{entry}").st_uid == uid:
                 os.kill(int(entry), signal.SIGKILL)
+
+
+def _kill_all_of(uid: int) -> bool:
+    """SIGKILL every process of ``uid`` until none is left (reaped, as PID 1); False when some
+    outlived ``_RESET_S``."""
+    until = time.monotonic() + _RESET_S
+    while time.monotonic() < until:
+        _kill_uid(uid)
+        _reap_all()
+        if not _uid_alive(uid):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _uid_alive(uid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    return True
+    return False
+
+
+def _variant_fd(path: str, source: bytes) -> int:
+    """An fd holding ``{"path": path}\n`` then ``source``, read from its start: a memfd (no
+    name in any filesystem), else a pipe a thread fills."""
+    data = json.dumps({"path": path}).encode() + b"\n" + source
+    try:
+        fd = os.memfd_create("patchgate-variant")
+    except (AttributeError, OSError):
+        r, w = os.pipe()
+
+        def fill() -> None:
+            with contextlib.suppress(OSError):
+                wire.write_all(w, data)
+            with contextlib.suppress(OSError):
+                os.close(w)
+
+        threading.Thread(target=fill, daemon=True).start()
+        return r
+    wire.write_all(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _reap_all() -> None:

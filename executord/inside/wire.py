@@ -171,7 +171,37 @@ must also say ``"test_only": true``), ``judge`` and ``subject``: each ``{"argv":
 before it kills the subject), ``deadline_ms`` (the whole run; 0 = none), ``call_timeout_ms``,
 ``production`` (the top-level production names), ``source_roots`` (absolute paths the subject puts
 first on ``sys.path``), ``targets`` (path of ``targets.json``, or ""), ``caps`` ({``max_message``,
-``max_depth``, ``max_items``}, optional).
+``max_depth``, ``max_items``}, optional), and for mutation v2 (DESIGN §6.9): ``variants_file``
+(path of the variants' sources, readable by uid 0 only, like this config), ``variants`` (a list of
+``{"path": absolute path of the production file, "offset": int, "size": int}``: where each
+variant's source lies in ``variants_file``), ``variant_bound_ms`` (each test's clock bound with
+variants: min(``bound_ms``, this) when > 0), ``reset_dirs`` (the writable places emptied between
+variants: the entries each role's uid owns; default none).
+
+Variants (mutation v2)
+----------------------
+With ``variants`` the supervisor runs one judge/subject pair per variant, in order, one at a time:
+before each pair it sends ``{"kind": "variant", "index": n}`` (1-based), then the pair's records
+exactly as for a run without variants (the judge's ``start`` ... ``finish``, its own records, and
+the pair's final ``judge`` record). The subject of pair n gets ONLY variant n, through an
+inherited file descriptor (``PATCHGATE_SUBJECT_VARIANT_FD``; a memfd, else a pipe): one JSON line
+``{"path": str}``, then the source bytes to the end. The subject reads it and closes it before it
+imports anything of production; no environment variable holds a source, and the variants file is
+the supervisor's alone. The subject's meta-path finder (the same for every variant: controls are
+variants whose source equals the file) serves the module whose file is ``path`` with
+``compile(source, path, "exec")``; the file on disk is never changed, and the source is dropped
+once compiled (a re-import runs the same code object).
+
+Between two pairs (and after the last) the supervisor resets: every process of the subject's and
+the judge's uids killed (``switch_users``; else their sessions), then a helper (``reset.py``)
+started as each of the two uids removes what that uid owns in ``reset_dirs`` and its own
+``HOME``/``TMPDIR`` (``/tmp``: the per-test output areas and ``tmp_path`` dirs included;
+``/dev/shm``, ``/dev/mqueue``), and (``switch_users``) the SysV shared memory segments,
+semaphore sets and message queues the uid owns or created (``/proc/sysvipc``, ``IPC_RMID``). A
+reset that fails ends the run: ``{"kind": "reset", "ok": false, "detail": str}``, and no later
+variant runs (the daemon makes them ``error``). The run's ``deadline_ms`` covers every pair; past
+it the pair running is ended (``judge`` ``hang``) and no later pair starts. The supervisor then
+exits 0 when every pair ran (each pair's judge status is in its ``judge`` record), else 1.
 
 Role configs (``ROLE_KEYS``) the supervisor passes: judge ``{"production", "call_timeout_ms",
 "caps"}``; subject ``{"production", "source_roots", "targets", "caps"}``.
@@ -198,7 +228,10 @@ at the end if the judge never started):
   the rest of the run: later tests that call production code are ``error`` (``SubjectLost``,
   saying where it went); a daemon may re-run them alone.
 * ``{"kind": "judge", "event": "exit"|"crash"|"hang", "returncode": int|null, "detail": str}``
-  once at the end: how the judge ended (its exit status is also the supervisor's).
+  once at the end: how the judge ended (its exit status is also the supervisor's; with variants,
+  once per pair, and the supervisor's status is as the Variants section says).
+* with variants: ``{"kind": "variant", "index": n}`` before each pair's records, and
+  ``{"kind": "reset", "ok": false, "detail": str}`` when a reset failed (nothing follows).
 
 Anything the subject writes to its report pipe other than a well-formed executed record is
 dropped and noted once as ``{"kind": "subject", "event": "garbage", ...}``; nothing the subject
@@ -264,6 +297,10 @@ CONFIG_KEYS = frozenset(
         "source_roots",
         "targets",
         "caps",
+        "variants_file",
+        "variants",
+        "variant_bound_ms",
+        "reset_dirs",
     }
 )
 ROLE_KEYS = {

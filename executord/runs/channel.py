@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from executord.runs.records import MAX_RECORD_BYTES, RecordLog
+from executord.runs.records import MAX_RECORD_BYTES, MAX_RECORDS, RecordLog
 
 __all__ = [
     "MAX_CHANNEL_BYTES",
@@ -41,6 +41,7 @@ __all__ = [
 SOCKET_NAME = "report.sock"
 TARGETS_NAME = "targets.json"
 MAX_CHANNEL_BYTES = 8 << 20
+VARIANT_CHANNEL_BYTES = 1 << 20  # with variants: this much more per variant
 _SLICE_S = 0.05
 _RECV = 64 << 10
 
@@ -56,9 +57,12 @@ class Channel(Protocol):
 
 
 class ChannelFactory(Protocol):
-    """Opens the report channel of one run (``judged``: the supervisor relays, judge on)."""
+    """Opens the report channel of one run (``judged``: the supervisor relays, judge on;
+    ``variants``: the run holds that many variants, each with its records, so the caps grow)."""
 
-    def __call__(self, directory: Path, nonce: str, *, judged: bool = False) -> Channel: ...
+    def __call__(
+        self, directory: Path, nonce: str, *, judged: bool = False, variants: int = 0
+    ) -> Channel: ...
 
 
 def write_targets(directory: Path, targets: Sequence[tuple[str, int, int, str]]) -> None:
@@ -72,8 +76,11 @@ def write_targets(directory: Path, targets: Sequence[tuple[str, int, int, str]])
 class ReportChannel:
     """A live, capped reader of one run's records (see the module doc)."""
 
-    def __init__(self, directory: Path, nonce: str, *, judged: bool = False) -> None:
-        self.log = RecordLog(nonce=nonce, judged=judged)
+    def __init__(
+        self, directory: Path, nonce: str, *, judged: bool = False, variants: int = 0
+    ) -> None:
+        self.log = RecordLog(nonce=nonce, judged=judged, max_records=MAX_RECORDS * (1 + variants))
+        self._max_bytes = MAX_CHANNEL_BYTES + variants * VARIANT_CHANNEL_BYTES
         self._stop = threading.Event()
         self._ended = threading.Event()  # the stream ended (or was cut): nothing more to read
         self._finishing = threading.Event()  # the container ended: no new writer can appear
@@ -101,9 +108,11 @@ class ReportChannel:
         self._thread.start()
 
     @classmethod
-    def open(cls, directory: Path, nonce: str, *, judged: bool = False) -> ReportChannel:
+    def open(
+        cls, directory: Path, nonce: str, *, judged: bool = False, variants: int = 0
+    ) -> ReportChannel:
         """The ``ChannelFactory`` of the real executor."""
-        return cls(directory, nonce, judged=judged)
+        return cls(directory, nonce, judged=judged, variants=variants)
 
     def _serve(self) -> None:
         try:
@@ -150,8 +159,8 @@ class ReportChannel:
             self._ended.set()
             return
         self._total += len(data)
-        if self._total > MAX_CHANNEL_BYTES:
-            self.log.problem(f"more than {MAX_CHANNEL_BYTES} bytes on the report channel")
+        if self._total > self._max_bytes:
+            self.log.problem(f"more than {self._max_bytes} bytes on the report channel")
             self._cut()
             return
         self._buf += data

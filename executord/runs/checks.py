@@ -16,13 +16,23 @@ from patchgate.errors import UnsafePathError
 from patchgate.pins import command_allowed
 from patchgate.symbols import MAX_TARGET_NAME, MAX_TARGETS
 
-__all__ = ["ISOLATIONS", "JUDGE_MODES", "MAX_RUNS", "MAX_TARGETS", "check_request"]
+__all__ = [
+    "ISOLATIONS",
+    "JUDGE_MODES",
+    "MAX_RUNS",
+    "MAX_TARGETS",
+    "MAX_VARIANTS",
+    "MAX_VARIANT_BYTES",
+    "check_request",
+]
 
 ISOLATIONS = ("run", "property")
 JUDGE_MODES = ("on", "off")
 MAX_SOURCE_ROOTS = 64
 
 MAX_RUNS = 5
+MAX_VARIANTS = 256
+MAX_VARIANT_BYTES = 1 << 20
 MAX_TARGET_LINE = 10_000_000
 
 
@@ -70,6 +80,7 @@ def check_request(inp: ExecuteInput, manifest: Manifest) -> None:
         if item.path in seen or not is_digest(item.digest):
             raise InvalidArgument(f"workspace entry {item.path!r}: repeated path or bad digest")
         seen.add(item.path)
+    _check_variants(inp, seen)
 
 
 def _check_targets(inp: ExecuteInput) -> None:
@@ -85,6 +96,32 @@ def _check_targets(inp: ExecuteInput) -> None:
             raise InvalidArgument(f"target {t.path}: lines must satisfy 1 <= first <= last")
         if not t.name or len(t.name) > MAX_TARGET_NAME:
             raise InvalidArgument(f"target {t.path}: name empty or over {MAX_TARGET_NAME} chars")
+
+
+def _check_variants(inp: ExecuteInput, workspace: set[str]) -> None:
+    """Module variants (mutation v2): judge on, one run, few, each a production ``.py`` file of
+    the workspace under a source root, each source capped (INVALID_ARGUMENT)."""
+    if not inp.variants:
+        return
+    if inp.runs != 1:
+        raise InvalidArgument("variants need runs = 1")
+    if inp.judge != "on":
+        raise InvalidArgument("variants need judge on (they are served by the subject)")
+    if len(inp.variants) > MAX_VARIANTS:
+        raise InvalidArgument(f"more than {MAX_VARIANTS} variants")
+    for n, v in enumerate(inp.variants, 1):
+        try:
+            validate_path(v.path)
+        except UnsafePathError as exc:
+            raise InvalidArgument(f"variant {n}: {exc}") from exc
+        if not v.path.endswith(".py"):
+            raise InvalidArgument(f"variant {n}: {v.path!r} is not a .py file")
+        if v.path not in workspace:
+            raise InvalidArgument(f"variant {n}: {v.path!r} is not a file of the workspace")
+        if not any(r == "." or v.path.startswith(r.rstrip("/") + "/") for r in inp.source_roots):
+            raise InvalidArgument(f"variant {n}: {v.path!r} is not under a source root")
+        if len(v.source) > MAX_VARIANT_BYTES:
+            raise InvalidArgument(f"variant {n}: source over {MAX_VARIANT_BYTES} bytes")
 
 
 def _check_source_roots(roots: tuple[str, ...]) -> None:

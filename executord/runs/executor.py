@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import re
 import secrets
 import shutil
@@ -44,16 +45,19 @@ from executord.runs.environment import (
 )
 from executord.runs.records import (
     BatchVerdict,
+    RecordLog,
     batch_outcomes,
     case_outcomes,
     node_arguments,
+    outcome_kind,
     property_outcome,
     tree_of,
 )
-from executord.runs.request import ExecuteInput, PropertyRun
+from executord.runs.request import ExecuteInput, PropertyRun, Variant
 from executord.runs.sandboxspec import (
     BATCH_NAME,
     PLUGIN_PATH,
+    VARIANTS_NAME,
     WORKSPACE,
     JudgeRun,
     RunPaths,
@@ -80,7 +84,15 @@ from patchgate.report import sign_result
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.v1 import executor_pb2
 
-__all__ = ["PLUGIN_PATH", "Executor", "Prepared", "Progress", "with_reporter"]
+__all__ = [
+    "PLUGIN_PATH",
+    "Executor",
+    "Prepared",
+    "Progress",
+    "variant_outcomes",
+    "variants_deadline_s",
+    "with_reporter",
+]
 
 log = structlog.get_logger("executord.runs.executor")
 LOG_BUDGET = 2 << 20  # bytes of stdout+stderr tails per report, shared by its runs
@@ -95,7 +107,8 @@ class _RunState:
 
     tail: int
     lock: threading.Lock = field(default_factory=threading.Lock)
-    results: dict[tuple[str, int], RunOutcome | TransportRecord] = field(default_factory=dict)
+    #: (property id, run index, variant index: 0 without variants) -> its result
+    results: dict[tuple[str, int, int], RunOutcome | TransportRecord] = field(default_factory=dict)
     alone: dict[tuple[str, int], str] = field(default_factory=dict)
     logs: list[tuple[tuple[int, int, int], executor_pb2.RunLog]] = field(default_factory=list)
     phase_ms: dict[str, int] = field(
@@ -314,6 +327,9 @@ class Executor:
 
         def one(job: tuple[Group, int]) -> None:
             group, r = job
+            if inp.variants:
+                self._guarded_variants(prepared, state, group, emit, cancel, batch_tail)
+                return
             if len(group.members) == 1:
                 i = index[group.ids[0]]
                 self._alone(prepared, state, i, r, emit, cancel, "")
@@ -324,7 +340,9 @@ class Executor:
 
         with ThreadPoolExecutor(max_workers=min(len(jobs), self.max_parallel) or 1) as pool:
             list(pool.map(one, jobs))
-        results = sorted(state.results.items(), key=lambda kv: (index[kv[0][0]], kv[0][1]))
+        results = sorted(
+            state.results.items(), key=lambda kv: (index[kv[0][0]], kv[0][1], kv[0][2])
+        )
         outcomes = [v for _, v in results if isinstance(v, RunOutcome)]
         transport = [v for _, v in results if isinstance(v, TransportRecord)]
         report = executor_pb2.ExecutionReport(
@@ -374,7 +392,7 @@ class Executor:
             emit(Progress(prop.id, r, "alone", why))
         res, ms = self._guarded_run(prepared, i, prop, r, emit, cancel, capture)
         with state.lock:
-            state.results[(prop.id, r)] = res
+            state.results[(prop.id, r, 0)] = res
             if why:
                 state.alone[(prop.id, r)] = why
             for k, v in ms.items():
@@ -425,15 +443,11 @@ class Executor:
                 state.logs.append(((first, r, 1), _run_log(group.ids, r, capture)))
             if exc is not None:
                 for pid in group.ids:
-                    state.results[(pid, r)] = _transport(PropertyRun(pid, ()), r, exc)
+                    state.results[(pid, r, 0)] = _transport(PropertyRun(pid, ()), r, exc)
                 return {}
             for pid, v in verdicts.items():
                 if v.outcome is not None:
-                    status, failure, executed = v.outcome
-                    state.results[(pid, r)] = RunOutcome.make(
-                        pid, r, status, failure, v.duration_ms, executed=executed,
-                        tree_hash=v.tree, cases=v.cases,
-                    )  # fmt: skip
+                    state.results[(pid, r, 0)] = _from_verdict(pid, r, v)
         return {pid: v.alone for pid, v in verdicts.items() if v.outcome is None}
 
     def _batch_run(  # noqa: PLR0917 - private, one call site
@@ -505,6 +519,126 @@ class Executor:
             if v.outcome is not None:
                 emit(Progress(pid, r, "done", v.outcome[0]))
         return verdicts, {
+            "container_start_ms": done.start_ms,
+            "run_ms": done.run_ms,
+            "collect_ms": collect,
+        }
+
+    def _guarded_variants(  # noqa: PLR0917 - private, one call site
+        self,
+        prepared: Prepared,
+        state: _RunState,
+        group: Group,
+        emit: Callable[[Progress], None],
+        cancel: threading.Event,
+        tail: int,
+    ) -> None:
+        """Every variant of one group in one sandbox (run 1); a transport failure of the sandbox is
+        a transport record of each member (nothing is re-run alone with variants)."""
+        capture = OutputCapture(tail)
+        exc: SandboxError | None = None
+        outcomes: list[RunOutcome] = []
+        ms: dict[str, int] = {}
+        while not self._slots.acquire(timeout=0.5):
+            if cancel.is_set():
+                exc = SandboxError("internal", "cancelled")
+                break
+        else:
+            try:
+                outcomes, ms = self._variant_run(prepared, group, emit, cancel, capture)
+            except SandboxError as err:
+                log.warning("variant batch transport failure", properties=len(group.ids))
+                exc = err
+            except Exception as err:
+                log.exception("variant batch failed unexpectedly", properties=len(group.ids))
+                exc = SandboxError("internal", type(err).__name__)
+            finally:
+                self._slots.release()
+        first = next(i for i, p in enumerate(prepared.inp.properties) if p.id == group.ids[0])
+        with state.lock:
+            for k, n in ms.items():
+                state.phase_ms[k] += n
+            if capture.done.is_set():
+                state.logs.append(((first, 1, 1), _run_log(group.ids, 1, capture)))
+            if exc is not None:
+                for pid in group.ids:
+                    state.results[(pid, 1, 0)] = _transport(PropertyRun(pid, ()), 1, exc)
+                return
+            for o in outcomes:
+                state.results[(o.property_id, 1, o.variant)] = o
+
+    def _variant_run(
+        self,
+        prepared: Prepared,
+        group: Group,
+        emit: Callable[[Progress], None],
+        cancel: threading.Event,
+        capture: OutputCapture,
+    ) -> tuple[list[RunOutcome], dict[str, int]]:
+        if self.observed_digest(prepared) != prepared.statement.digest:
+            raise SandboxError("internal", "fixture bytes changed before this run; not run")
+        inp, manifest = prepared.inp, prepared.statement.manifest
+        by_id = {p.id: p for p in inp.properties}
+        first = next(i for i, p in enumerate(inp.properties) if p.id == group.ids[0])
+        paths = self._run_paths(prepared, f"variants-{first}-{_slug(group.ids[0])}")
+        if len(group.ids) == 1:
+            argv = by_id[group.ids[0]].command
+            nodes = node_arguments(argv, manifest.allowed_commands)
+        else:
+            argv = group.argv(run_order(group.ids, manifest.seed, 1))
+            nodes = list(argv[len(group.prefix) :])
+        bound_ms = manifest.clock_bound_ms
+        if inp.variant_bound_ms:
+            bound_ms = min(bound_ms, inp.variant_bound_ms) if bound_ms else inp.variant_bound_ms
+        (paths.readable / BATCH_NAME).write_text(
+            json.dumps({"bound_ms": bound_ms, "order": nodes}), encoding="utf-8"
+        )
+        (paths.readable / BATCH_NAME).chmod(0o444)
+        index = _write_variants(paths.run_dir / VARIANTS_NAME, inp.variants)
+        n = len(inp.variants)
+        deadline_s = variants_deadline_s(bound_ms / 1000, len(group.ids), n)
+        nonce = secrets.token_hex(16)
+        spec = self._spec(
+            prepared,
+            paths,
+            argv,
+            nonce,
+            batch=True,
+            deadline_s=deadline_s,
+            labels={
+                "patchgate.property": f"variants:{group.ids[0]}"[:128],
+                "patchgate.properties": str(len(group.ids)),
+                "patchgate.variants": str(n),
+                "patchgate.run": "1",
+            },
+            output=capture,
+            variants=index,
+        )
+        channel = self.channels(paths.run_dir, nonce, judged=True, variants=n)
+        try:
+            emit(Progress("", 1, "start", f"{n} variants of {len(group.ids)}: {group.ids[0]}"))
+            done = run_container(
+                self.runtime, spec, self.policy, clock_bound_s=deadline_s, cancel=cancel
+            )
+            emit(Progress("", 1, "run", f"{n} variants: exit {done.exit_code}"))
+            t0 = time.monotonic()
+            records = channel.finish(_DRAIN_S)
+        finally:
+            channel.close()
+        ended = ""
+        if done.oom_killed:
+            ended = f"OOM-killed at {self.policy.memory_bytes} bytes"
+        elif done.timed_out:
+            ended = f"past its deadline of {int(deadline_s * 1000)} ms"
+        members = [(pid, node_arguments(by_id[pid].command, manifest.allowed_commands))
+                   for pid in group.ids]  # fmt: skip
+        outcomes = variant_outcomes(
+            records, members, n, ended=ended, bound_text=f"clock bound {bound_ms} ms exceeded"
+        )
+        for o in outcomes:
+            emit(Progress(o.property_id, 1, "done", f"variant {o.variant}: {o.outcome}"))
+        collect = int((time.monotonic() - t0) * 1000)
+        return outcomes, {
             "container_start_ms": done.start_ms,
             "run_ms": done.run_ms,
             "collect_ms": collect,
@@ -587,6 +721,7 @@ class Executor:
                 "exceeded_bound",
                 f"clock bound {manifest.clock_bound_ms} ms exceeded",
                 done.run_ms,
+                failure_kind="judge_error",
             )
         else:
             node_args = node_arguments(prop.command, manifest.allowed_commands)
@@ -606,6 +741,7 @@ class Executor:
                 executed=executed,
                 tree_hash=tree_of(records, node_args),
                 cases=case_outcomes(records, node_args),
+                failure_kind=outcome_kind(records.resolved(), node_args, status),
             )
         collect = int((time.monotonic() - t0) * 1000)
         emit(Progress(prop.id, run_index, "done", outcome.outcome))
@@ -669,6 +805,7 @@ class Executor:
         deadline_s: float,
         labels: dict[str, str],
         output: OutputCapture,
+        variants: tuple[tuple[str, int, int], ...] = (),
     ) -> ContainerSpec:
         inp, manifest = prepared.inp, prepared.statement.manifest
         judge = None
@@ -679,6 +816,8 @@ class Executor:
                 bound_ms=manifest.clock_bound_ms,
                 # the supervisor ends the run first; the container's deadline is the backstop
                 deadline_ms=max(1000, int(deadline_s * 1000) - SUPERVISOR_MARGIN_MS),
+                variants=variants,
+                variant_bound_ms=inp.variant_bound_ms if variants else 0,
             )
         return self._layout(prepared).spec(
             judge=judge,
@@ -691,6 +830,84 @@ class Executor:
             labels={**self.labels, "patchgate.request": inp.request_id[:128], **labels},
             output=output,
         )
+
+
+VARIANT_MARGIN_S = 5.0  # with variants: a pair's start and end, beyond its bounds
+
+
+def variants_deadline_s(bound_s: float, properties: int, variants: int) -> float:
+    """The sandbox deadline of ``variants`` pairs of a group of ``properties``: per pair the sum
+    of the bounds plus max(one bound, ``VARIANT_MARGIN_S``), plus ``BATCH_MARGIN_S`` once."""
+    return variants * (bound_s * properties + max(bound_s, VARIANT_MARGIN_S)) + BATCH_MARGIN_S
+
+
+def variant_outcomes(
+    records: RecordLog,
+    members: Sequence[tuple[str, Sequence[str]]],
+    count: int,
+    *,
+    ended: str = "",
+    bound_text: str = "",
+    plugin: str = PLUGIN_PATH,
+) -> list[RunOutcome]:
+    """Each member property's outcome under each of ``count`` variants (run 1), from the
+    variants' logs of one sandbox: each judged like one batch run, with its pair's judge status
+    (the supervisor's ``judge`` record) as the exit status. A variant without a complete pair of
+    records (the sandbox ended, a reset failed, a channel problem) is ``error`` for each member;
+    a member its variant did not report is ``error`` too (never re-run alone)."""
+    out: list[RunOutcome] = []
+    for n in range(1, count + 1):
+        part = records.variant_logs[n - 1] if n <= len(records.variant_logs) else None
+        if records.problems:
+            missing = "report channel: " + "; ".join(records.problems)
+        elif part is None:
+            missing = records.reset_failure or f"the sandbox ended before it ({ended or 'exit'})"
+            missing = f"variant {n} did not run: {missing}"
+        else:
+            missing = ""
+        if part is None or missing:
+            out += [RunOutcome.make(pid, 1, "error", missing, failure_kind="judge_error",
+                                    variant=n) for pid, _ in members]  # fmt: skip
+            continue
+        code = part.judge_end[1] if part.judge_end is not None else None
+        verdicts = batch_outcomes(
+            part,
+            members,
+            code,
+            plugin,
+            ended="" if part.judge_end is not None else ended or "cut short",
+            bound_text=bound_text,
+        )
+        for pid, verdict in verdicts.items():
+            v = verdict
+            if v.outcome is None:
+                v = BatchVerdict(("error", v.alone, ()), "", v.duration_ms,
+                                 failure_kind="judge_error")  # fmt: skip
+            out.append(_from_verdict(pid, 1, v, variant=n))
+    return out
+
+
+def _from_verdict(pid: str, r: int, v: BatchVerdict, *, variant: int = 0) -> RunOutcome:
+    assert v.outcome is not None  # noqa: S101 - callers pass verdicts with an outcome
+    status, failure, executed = v.outcome
+    return RunOutcome.make(
+        pid, r, status, failure, v.duration_ms, executed=executed, tree_hash=v.tree,
+        cases=v.cases, failure_kind=v.failure_kind, variant=variant,
+    )  # fmt: skip
+
+
+def _write_variants(path: Path, variants: Sequence[Variant]) -> tuple[tuple[str, int, int], ...]:
+    """The variants' sources, one after another, in a file only the supervisor's uid reads
+    (0400 in its 0700 run directory); where each lies, with its sandbox path."""
+    index = []
+    offset = 0
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
+    with os.fdopen(fd, "wb") as fh:
+        for v in variants:
+            fh.write(v.source)
+            index.append((f"{WORKSPACE}/{v.path}", offset, len(v.source)))
+            offset += len(v.source)
+    return tuple(index)
 
 
 def _run_dir(run_dir: Path, *, mode: int) -> None:

@@ -5,6 +5,11 @@ executor's reporter: the records it would have streamed (one passing item per no
 unless scripted) are kept by nonce and handed to the run's ``FakeChannel`` (``FakeRuntime.channel``
 is the executor's channel factory in unit tests), and the scripted stdout/stderr go to the spec's
 output capture. No socket, no engine.
+
+With variants (the supervisor's config lists them) it plays the supervisor's variant stream: per
+variant a ``variant`` record, the reporter's records and the pair's ``judge`` record, each
+variant's items from ``FakeRun.variant_items`` (default: every node id passes), stopping after
+``FakeRun.variant_stop`` variants (with a ``reset`` failure record when ``reset_failure`` says so).
 """
 
 from __future__ import annotations
@@ -24,30 +29,68 @@ from executord.runs.records import RecordLog
 from executord.runs.sandboxspec import RUN, SUPERVISOR_CONFIG
 from executord.sandbox.container import ContainerSpec, SandboxPolicy
 
-__all__ = ["FakeChannel", "FakeRun", "FakeRuntime", "reporter_lines"]
+__all__ = ["FakeChannel", "FakeRun", "FakeRuntime", "Items", "reporter_lines", "variant_lines"]
+
+#: (node id, outcome, failure) or (node id, outcome, failure, failure kind) per item
+Items = Sequence[tuple[str, ...]]
+
+
+def _records(
+    items: Items,
+    exitstatus: int | None,
+    plugin: str,
+    judged: Sequence[dict[str, Any]] | None,
+) -> list[dict[str, Any]]:
+    recs: list[dict[str, Any]] = [{"kind": "start", "plugin": plugin, "pid": 1}]
+    for n, o, f, *kind in items:
+        rec = {"kind": "item", "nodeid": n, "outcome": o, "duration_ms": 1, "failure": f,
+               "executed": []}  # fmt: skip
+        if kind:
+            rec["failure_kind"] = kind[0]
+        recs.append(rec)
+    if exitstatus is not None:
+        recs.append({"kind": "finish", "exitstatus": exitstatus})
+    recs += judged or ()
+    return recs
+
+
+def _stamped(nonce: str, recs: Sequence[dict[str, Any]]) -> list[bytes]:
+    return [
+        json.dumps({"v": 1, "nonce": nonce, "seq": i, **r}).encode() for i, r in enumerate(recs)
+    ]
 
 
 def reporter_lines(
     nonce: str,
-    items: Sequence[tuple[str, str, str]],
+    items: Items,
     exitstatus: int | None,
     *,
     plugin: str = PLUGIN_PATH,
     judged: tuple[dict[str, Any], ...] | None = None,
 ) -> list[bytes]:
-    """The lines the real reporter sends: start, one item per (nodeid, outcome, failure), finish;
-    ``judged``: the supervisor's records after them (judge on)."""
-    recs: list[dict[str, Any]] = [{"kind": "start", "plugin": plugin, "pid": 1}]
-    recs += [
-        {"kind": "item", "nodeid": n, "outcome": o, "duration_ms": 1, "failure": f, "executed": []}
-        for n, o, f in items
-    ]
-    if exitstatus is not None:
-        recs.append({"kind": "finish", "exitstatus": exitstatus})
-    recs += judged or ()
-    return [
-        json.dumps({"v": 1, "nonce": nonce, "seq": i, **r}).encode() for i, r in enumerate(recs)
-    ]
+    """The lines the real reporter sends: start, one item per (nodeid, outcome, failure[, kind]),
+    finish; ``judged``: the supervisor's records after them (judge on)."""
+    return _stamped(nonce, _records(items, exitstatus, plugin, judged))
+
+
+def variant_lines(
+    nonce: str,
+    pairs: Sequence[tuple[Items, int | None, Sequence[dict[str, Any]] | None]],
+    *,
+    plugin: str = PLUGIN_PATH,
+    tail: Sequence[dict[str, Any]] = (),
+) -> list[bytes]:
+    """The supervisor's stream with variants: per (items, exit status, supervisor records) a
+    ``variant`` record then that pair's records (default supervisor records: the judge exited
+    with the status); ``tail`` after the last (e.g. a ``reset`` failure)."""
+    recs: list[dict[str, Any]] = []
+    for n, (items, status, judged) in enumerate(pairs, 1):
+        end = judged
+        if end is None:
+            end = [{"kind": "judge", "event": "exit", "returncode": status}]
+        recs.append({"kind": "variant", "index": n})
+        recs += _records(items, status, plugin, end)
+    return _stamped(nonce, [*recs, *tail])
 
 
 @dataclass
@@ -67,6 +110,23 @@ class FakeRun:
     killed_externally: bool = False  # someone ran ``docker kill`` on it: exit 137, kill logged
     # judge on: the supervisor's records after the reporter's (None: the judge exited, as told)
     supervisor: tuple[dict[str, Any], ...] | None = None
+    # with variants: variant n's items (None from it, or no callable: each node id passes)
+    variant_items: Callable[[int], Items | None] | None = None
+    variant_stop: int = 0  # > 0: the stream ends after this many variants
+    reset_failure: str = ""  # with variant_stop: the supervisor's reset failure record says this
+
+
+def _variant_stream(run: FakeRun, nonce: str, count: int, passing: Items) -> list[bytes]:
+    stop = run.variant_stop or count
+    pairs: list[tuple[Items, int | None, Sequence[dict[str, Any]] | None]] = []
+    for n in range(1, min(stop, count) + 1):
+        items = (run.variant_items(n) if run.variant_items else None) or passing
+        failed = any(i[1] in ("fail", "error") for i in items)
+        pairs.append((items, 1 if failed else 0, None))
+    tail = []
+    if run.reset_failure:
+        tail.append({"kind": "reset", "ok": False, "detail": run.reset_failure})
+    return variant_lines(nonce, pairs, tail=tail)
 
 
 @dataclass
@@ -142,15 +202,19 @@ class FakeRuntime:
     def _played(run: FakeRun, spec: ContainerSpec, nonce: str) -> list[bytes]:
         if run.lines is not None:
             return run.lines(nonce)
-        items = run.items
+        items: Items | None = run.items
         argv = spec.argv
+        config: dict[str, Any] = {}
         if spec.judge:  # the judge's argv is in the supervisor's config beside the socket
             run_dir = next(m.source for m in spec.mounts if m.target == RUN)
             config = json.loads((Path(run_dir) / SUPERVISOR_CONFIG).read_text(encoding="utf-8"))
             argv = tuple(config["judge"]["argv"])
+        args = [a for a in argv if "::" in a and not a.startswith("-")]
+        passing = tuple((a, "pass", "") for a in args)
+        if config.get("variants"):
+            return _variant_stream(run, nonce, len(config["variants"]), passing)
         if items is None:
-            args = [a for a in argv if "::" in a and not a.startswith("-")]
-            items = tuple((a, "pass", "") for a in args)
+            items = passing
         status = run.exit_code if run.exitstatus == "exit" else run.exitstatus
         judged = None
         if spec.judge:
@@ -160,7 +224,9 @@ class FakeRuntime:
         code = status if isinstance(status, int) else None
         return reporter_lines(nonce, items, code, judged=judged)
 
-    def channel(self, directory: Path, nonce: str, *, judged: bool = False) -> FakeChannel:
+    def channel(
+        self, directory: Path, nonce: str, *, judged: bool = False, variants: int = 0
+    ) -> FakeChannel:
         """The executor's channel factory in unit tests: the records ``start`` played."""
         assert directory.is_dir()  # noqa: S101 - the executor made the run's directory
         return FakeChannel(self._lines, nonce, judged)

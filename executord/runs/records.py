@@ -17,6 +17,13 @@ checked
 against every item of the run, an item the reporter marked ``exceeded_bound`` (its per-test alarm)
 makes its property ``exceeded_bound``, and ``batch_outcomes`` decides which properties keep the
 batch's outcome and which are re-run alone (docs/executor.md, "Batched runs").
+
+With variants (mutation v2, ``executord/inside/wire.py`` "Variants") the supervisor's stream is
+cut by ``variant`` records: the records after ``{"kind": "variant", "index": n}`` go to
+``RecordLog.variant_logs[n - 1]``, a log of its own judged by the same rules as one run (its own
+start, items, finish and ``judge`` record); the nonce, the sequence and the caps are the whole
+stream's. A record before the first ``variant`` record, an index out of order, or anything after
+a ``reset`` failure is a problem. ``outcome_kind`` says what failed (``RunOutcome.failure_kind``).
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ __all__ = [
     "batch_outcomes",
     "case_outcomes",
     "node_arguments",
+    "outcome_kind",
     "property_outcome",
     "tree_of",
 ]
@@ -56,6 +64,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip", "exceeded_bound"})
 _FAILURE_KINDS = frozenset({"", "predicate", "subject", "judge_error"})
 _SUPERVISOR_KINDS = frozenset({"executed", "subject", "judge"})  # may follow the judge's finish
+_VARIANT_KINDS = frozenset({"variant", "reset"})  # the supervisor's, between pairs
 _SUBJECT_EVENTS = frozenset({"exit", "crash", "hang", "lost", "garbage"})
 _JUDGE_EVENTS = frozenset({"exit", "crash", "hang"})
 _PYTEST_OK, _PYTEST_FAILED = 0, 1
@@ -94,6 +103,11 @@ class RecordLog:
     hung: bool = False  # the supervisor ended the judge at the run's deadline
     judge_problem: str = ""  # judge on: the judge did not end by its own exit (or no word of it)
     reported: frozenset[str] | None = None  # judge on: the judge's own item outcomes (exit rule)
+    subject_outside: bool = False  # judge on: the subject ended (not by its goodbye) between tests
+    max_records: int = MAX_RECORDS
+    #: With variants: one log per variant, in order (see the module doc).
+    variant_logs: list[RecordLog] = field(default_factory=list)
+    reset_failure: str = ""  # with variants: the supervisor's word that a reset failed
 
     def resolved(self) -> RecordLog:
         """The log as the outcome rule reads it. Judge off: itself. Judge on: each item also
@@ -141,8 +155,8 @@ class RecordLog:
     def feed(self, line: bytes) -> None:
         """One line from the channel (without its newline)."""
         self.count += 1
-        if self.count > MAX_RECORDS:
-            self.problem(f"more than {MAX_RECORDS} report records")
+        if self.count > self.max_records:
+            self.problem(f"more than {self.max_records} report records")
             return
         if len(line) > MAX_RECORD_BYTES:
             self.problem(f"a report record over {MAX_RECORD_BYTES} bytes")
@@ -164,6 +178,31 @@ class RecordLog:
         if rec.get("seq") != self.count - 1:
             self.problem("report records out of sequence")
             return
+        if self.judged and (self.variant_logs or rec.get("kind") in _VARIANT_KINDS):
+            self._variant_record(rec)
+            return
+        self.take(rec)
+
+    def _variant_record(self, rec: dict[str, Any]) -> None:
+        kind = rec.get("kind")
+        if self.reset_failure:
+            self.problem("a report record after a failed reset")
+        elif kind == "variant":
+            if self.count > 1 and not self.variant_logs:
+                self.problem("report records before the first variant")
+            elif rec.get("index") != len(self.variant_logs) + 1:
+                self.problem("variants out of order")
+            else:
+                self.variant_logs.append(RecordLog(nonce=self.nonce, judged=True))
+        elif kind == "reset":
+            detail = rec.get("detail")
+            self.reset_failure = (detail if isinstance(detail, str) else "")[:MAX_FAILURE_CHARS]
+            self.reset_failure = self.reset_failure or "the reset between variants failed"
+        else:
+            self.variant_logs[-1].take(rec)
+
+    def take(self, rec: dict[str, Any]) -> None:
+        """One record whose nonce and sequence were checked (by this log or the whole stream's)."""
         if self.exitstatus is not None and not (
             self.judged and rec.get("kind") in _SUPERVISOR_KINDS and self.judge_end is None
         ):
@@ -225,6 +264,7 @@ class RecordLog:
             if nodeid:
                 self.subject_events.setdefault(nodeid, (event, why))
             else:
+                self.subject_outside = True
                 self.problem(why + " outside any test")
         else:
             event, code = str(rec["event"]), rec.get("returncode")
@@ -367,6 +407,7 @@ class BatchVerdict:
     duration_ms: int = 0  # the property's items' durations in the batch
     tree: str = ""  # the property's output tree (see ``tree_of``); "" when not measured
     cases: tuple[tuple[str, str], ...] = ()  # see ``case_outcomes``
+    failure_kind: str = ""  # see ``outcome_kind`` ("" while ``outcome`` is None)
 
 
 def batch_outcomes(
@@ -416,34 +457,65 @@ def batch_outcomes(
     else:
         why = f"its batch's exit status {exit_code} disagreed with its report"
     for pid, node_args in members:
-        items, missing = _items_of(log, node_args)
-        ms = sum(i.duration_ms for i in items.values())
-        if clean:
-            got = property_outcome(log, node_args, exit_code, plugin, bound_text)
-            if got[0] == "error" and got[1].startswith(MISSING):
-                out[pid] = BatchVerdict(None, "missing from its batch's report", ms)
-            else:
-                out[pid] = BatchVerdict(
-                    got, "", ms, tree_of(log, node_args), case_outcomes(log, node_args)
-                )
-            continue
-        if log.problems or missing or not log.started or log.plugin != plugin:
-            out[pid] = BatchVerdict(None, why, ms)
-            continue
-        executed = tuple(sorted({e for i in items.values() for e in i.executed}))
-        cases = case_outcomes(log, node_args)
-        kinds = {i.outcome for i in items.values()}
-        if "exceeded_bound" in kinds:
-            out[pid] = BatchVerdict(("exceeded_bound", bound_text, executed), "", ms, cases=cases)
-        elif kinds & {"error", "skip"}:
-            bad = [i for i in items.values() if i.outcome in {"error", "skip"}]
-            out[pid] = BatchVerdict(("error", _texts(bad), executed), "", ms, cases=cases)
-        elif "fail" in kinds:
-            failed = [i for i in items.values() if i.outcome == "fail"]
-            out[pid] = BatchVerdict(("fail", _texts(failed), executed), "", ms, cases=cases)
-        else:
-            out[pid] = BatchVerdict(None, why, ms)
+        verdict = _member_verdict(log, node_args, exit_code, plugin, clean, why, bound_text)
+        if verdict.outcome is not None:
+            kind = outcome_kind(log, node_args, verdict.outcome[0])
+            verdict = dataclasses.replace(verdict, failure_kind=kind)
+        out[pid] = verdict
     return out
+
+
+def _member_verdict(  # noqa: PLR0917 - private, one call site
+    log: RecordLog,
+    node_args: Sequence[str],
+    exit_code: int | None,
+    plugin: str,
+    clean: bool,
+    why: str,
+    bound_text: str,
+) -> BatchVerdict:
+    """One member's verdict from a resolved batch log (see ``batch_outcomes``)."""
+    items, missing = _items_of(log, node_args)
+    ms = sum(i.duration_ms for i in items.values())
+    if clean:
+        got = property_outcome(log, node_args, exit_code, plugin, bound_text)
+        if got[0] == "error" and got[1].startswith(MISSING):
+            return BatchVerdict(None, "missing from its batch's report", ms)
+        return BatchVerdict(got, "", ms, tree_of(log, node_args), case_outcomes(log, node_args))
+    if log.problems or missing or not log.started or log.plugin != plugin:
+        return BatchVerdict(None, why, ms)
+    executed = tuple(sorted({e for i in items.values() for e in i.executed}))
+    cases = case_outcomes(log, node_args)
+    kinds = {i.outcome for i in items.values()}
+    if "exceeded_bound" in kinds:
+        return BatchVerdict(("exceeded_bound", bound_text, executed), "", ms, cases=cases)
+    if kinds & {"error", "skip"}:
+        bad = [i for i in items.values() if i.outcome in {"error", "skip"}]
+        return BatchVerdict(("error", _texts(bad), executed), "", ms, cases=cases)
+    if "fail" in kinds:
+        failed = [i for i in items.values() if i.outcome == "fail"]
+        return BatchVerdict(("fail", _texts(failed), executed), "", ms, cases=cases)
+    return BatchVerdict(None, why, ms)
+
+
+def outcome_kind(log: RecordLog, node_args: Sequence[str], outcome: str) -> str:
+    """``RunOutcome.failure_kind`` of a property whose outcome is ``outcome``: "" for a pass;
+    ``subject`` when the subject ended during one of its tests (exit, crash, hang), between tests
+    (the run is void), or a failing item's exception is the subject's; ``assertion`` when the
+    outcome is ``fail`` and every failing item is the predicate's own failure (the reporter's
+    ``predicate``); else ``judge_error`` (another judge exception, a missing item, an exit status
+    that disagrees, a run cut short, a judge alarm without a subject event)."""
+    if outcome == "pass":
+        return ""
+    items, _ = _items_of(log, node_args)
+    if log.subject_outside or any(n in log.subject_events for n in items):
+        return "subject"
+    kinds = {i.failure_kind for i in items.values() if i.outcome in {"fail", "error"}}
+    if "subject" in kinds:
+        return "subject"
+    if outcome == "fail" and kinds == {"predicate"}:
+        return "assertion"
+    return "judge_error"
 
 
 def case_outcomes(log: RecordLog, node_args: Sequence[str]) -> tuple[tuple[str, str], ...]:

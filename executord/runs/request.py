@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from patchgate.envelope import Envelope
 
-__all__ = ["CodeTarget", "ExecuteInput", "PropertyRun", "TreeItem"]
+__all__ = ["CodeTarget", "ExecuteInput", "PropertyRun", "TreeItem", "Variant"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,15 @@ class CodeTarget:
     name: str
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A module variant (mutation v2): the subject loads ``source`` instead of the file ``path``
+    (workspace-relative, a production ``.py`` under a source root)."""
+
+    path: str
+    source: bytes = field(repr=False)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExecuteInput:
     """The Execute request, without grpc."""
@@ -54,3 +63,6 @@ class ExecuteInput:
     judge: str = "on"  # "on": supervisor, judge and subject apart; "off": one process (DESIGN §6.7)
     source_roots: tuple[str, ...] = (".",)  # where the production modules live (DESIGN §3)
     production: tuple[str, ...] = ()  # top-level production module names (judge on: proxied)
+    #: Module variants (mutation v2): each group runs once per variant, in one sandbox.
+    variants: tuple[Variant, ...] = ()
+    variant_bound_ms: int = 0  # with variants: each test's bound is min(signed bound, this) if > 0

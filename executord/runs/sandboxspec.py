@@ -40,6 +40,7 @@ __all__ = [
     "PLUGIN_PATH",
     "RUN",
     "SUPERVISOR_CONFIG",
+    "VARIANTS_NAME",
     "WORKSPACE",
     "JudgeRun",
     "RunPaths",
@@ -55,6 +56,8 @@ RUN = "/patchgate/run"  # the run's report socket, targets, batch and supervisor
 PLUGIN_PATH = f"{INSIDE}/{MODULE}.py"
 BATCH_NAME = "batch.json"  # a batched run's clock bound and node id order, beside the socket
 SUPERVISOR_CONFIG = "supervisor.json"
+VARIANTS_NAME = "variants.bin"  # the variants' sources, beside the config: the supervisor's alone
+RESET_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")  # noqa: S108 - emptied between variants
 SUPERVISOR = "supervisor.py"
 SUBJECT = "subject.py"
 JUDGE_MODULE = "patchgate_judge"  # the judge-side import hook (pytest plugin), J1's
@@ -101,6 +104,10 @@ class JudgeRun:
     production: tuple[str, ...]
     bound_ms: int
     deadline_ms: int
+    #: Mutation v2: where each variant's source lies in ``VARIANTS_NAME`` (absolute sandbox path
+    #: of its file, offset, size), and each test's bound with variants (0: ``bound_ms``).
+    variants: tuple[tuple[str, int, int], ...] = ()
+    variant_bound_ms: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +243,20 @@ class SandboxLayout:
             "production": list(judge.production),
             "source_roots": roots,
             "targets": f"{INFO}/{TARGETS_NAME}" if with_targets else "",
+            **_variant_config(judge),
         }
+
+
+def _variant_config(judge: JudgeRun) -> dict[str, object]:
+    """The supervisor's variant keys (``wire.py`` "Variants"); none without variants."""
+    if not judge.variants:
+        return {}
+    return {
+        "variants_file": f"{RUN}/{VARIANTS_NAME}",
+        "variants": [{"path": p, "offset": o, "size": n} for p, o, n in judge.variants],
+        "variant_bound_ms": judge.variant_bound_ms,
+        "reset_dirs": list(RESET_DIRS),
+    }
 
 
 def with_judge(argv: tuple[str, ...]) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ import structlog
 
 from executord.errors import ExecutorError, Unavailable
 from executord.runs.executor import Executor, Prepared, Progress
-from executord.runs.request import CodeTarget, ExecuteInput, PropertyRun, TreeItem
+from executord.runs.request import CodeTarget, ExecuteInput, PropertyRun, TreeItem, Variant
 from executord.store.blobstore import BlobStore, Chunk
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring
@@ -266,4 +266,6 @@ def _to_input(request: executor_pb2.ExecuteRequest) -> ExecuteInput:
             CodeTarget(path=t.path, first_line=t.first_line, last_line=t.last_line, name=t.name)
             for t in request.targets
         ),
+        variants=tuple(Variant(path=v.path, source=bytes(v.source)) for v in request.variants),
+        variant_bound_ms=request.variant_bound_ms,
     )

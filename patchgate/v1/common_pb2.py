@@ -24,19 +24,19 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19patchgate/v1/common.proto\x12\x0cpatchgate.v1\":\n\x0c\x46ixtureEntry\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x04\"\x17\n\x07\x43ommand\x12\x0c\n\x04\x61rgv\x18\x01 \x03(\t\"\xd2\x01\n\x0f\x46ixtureManifest\x12\x0e\n\x06pin_id\x18\x01 \x01(\t\x12\x11\n\talgorithm\x18\x02 \x01(\t\x12)\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x1a.patchgate.v1.FixtureEntry\x12\x0c\n\x04seed\x18\x04 \x01(\x03\x12\x16\n\x0e\x63lock_bound_ms\x18\x05 \x01(\x03\x12/\n\x10\x61llowed_commands\x18\x06 \x03(\x0b\x32\x15.patchgate.v1.Command\x12\x1a\n\x12\x65nvironment_digest\x18\x07 \x01(\t\"\'\n\tSignature\x12\r\n\x05keyid\x18\x01 \x01(\t\x12\x0b\n\x03sig\x18\x02 \x01(\x0c\"^\n\x08\x45nvelope\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x12\x14\n\x0cpayload_type\x18\x02 \x01(\t\x12+\n\nsignatures\x18\x03 \x03(\x0b\x32\x17.patchgate.v1.Signature\"Z\n\nProvenance\x12\x10\n\x08\x64raft_id\x18\x01 \x01(\t\x12\x0f\n\x07\x64rafter\x18\x02 \x01(\t\x12\x13\n\x0breceived_at\x18\x03 \x01(\t\x12\x14\n\x0cpatch_sha256\x18\x04 \x01(\t\"\x7f\n\x0cPropertySpec\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x63laim\x18\x02 \x01(\t\x12\x33\n\x0eproperty_class\x18\x03 \x01(\x0e\x32\x1b.patchgate.v1.PropertyClass\x12\x0e\n\x06\x63overs\x18\x04 \x03(\t\x12\x0f\n\x07\x63ommand\x18\x05 \x03(\t\"\xf1\x01\n\nRunOutcome\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12&\n\x07outcome\x18\x03 \x01(\x0e\x32\x15.patchgate.v1.Outcome\x12\x14\n\x0coutcome_hash\x18\x04 \x01(\t\x12\x19\n\x11\x66\x61ilure_signature\x18\x05 \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x03\x12\x10\n\x08\x65xecuted\x18\x07 \x03(\t\x12\x11\n\ttree_hash\x18\x08 \x01(\t\x12(\n\x05\x63\x61ses\x18\t \x03(\x0b\x32\x19.patchgate.v1.CaseOutcome\".\n\x0b\x43\x61seOutcome\x12\x0e\n\x06nodeid\x18\x01 \x01(\t\x12\x0f\n\x07outcome\x18\x02 \x01(\t\"t\n\x0fTransportRecord\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12)\n\x04kind\x18\x03 \x01(\x0e\x32\x1b.patchgate.v1.TransportKind\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t*\xb1\x01\n\rPropertyClass\x12\x1e\n\x1aPROPERTY_CLASS_UNSPECIFIED\x10\x00\x12\x1a\n\x16PROPERTY_CLASS_PURE_FN\x10\x01\x12 \n\x1cPROPERTY_CLASS_IDEMPOTENT_IO\x10\x02\x12\x1f\n\x1bPROPERTY_CLASS_BOUNDED_TIME\x10\x03\x12!\n\x1dPROPERTY_CLASS_EXTERNAL_PROBE\x10\x04*u\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x10\n\x0cOUTCOME_PASS\x10\x01\x12\x10\n\x0cOUTCOME_FAIL\x10\x02\x12\x11\n\rOUTCOME_ERROR\x10\x03\x12\x1a\n\x16OUTCOME_EXCEEDED_BOUND\x10\x04*\xc4\x02\n\rTransportKind\x12\x1e\n\x1aTRANSPORT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n\x1aTRANSPORT_KIND_UNAVAILABLE\x10\x01\x12!\n\x1dTRANSPORT_KIND_EMPTY_RESPONSE\x10\x02\x12\x1b\n\x17TRANSPORT_KIND_DEADLINE\x10\x03\x12\'\n#TRANSPORT_KIND_SANDBOX_START_FAILED\x10\x04\x12 \n\x1cTRANSPORT_KIND_IMAGE_MISSING\x10\x05\x12%\n!TRANSPORT_KIND_RESOURCE_EXHAUSTED\x10\x06\x12\x1b\n\x17TRANSPORT_KIND_INTERNAL\x10\x07\x12$\n TRANSPORT_KIND_KILLED_EXTERNALLY\x10\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19patchgate/v1/common.proto\x12\x0cpatchgate.v1\":\n\x0c\x46ixtureEntry\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x04\"\x17\n\x07\x43ommand\x12\x0c\n\x04\x61rgv\x18\x01 \x03(\t\"\xd2\x01\n\x0f\x46ixtureManifest\x12\x0e\n\x06pin_id\x18\x01 \x01(\t\x12\x11\n\talgorithm\x18\x02 \x01(\t\x12)\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x1a.patchgate.v1.FixtureEntry\x12\x0c\n\x04seed\x18\x04 \x01(\x03\x12\x16\n\x0e\x63lock_bound_ms\x18\x05 \x01(\x03\x12/\n\x10\x61llowed_commands\x18\x06 \x03(\x0b\x32\x15.patchgate.v1.Command\x12\x1a\n\x12\x65nvironment_digest\x18\x07 \x01(\t\"\'\n\tSignature\x12\r\n\x05keyid\x18\x01 \x01(\t\x12\x0b\n\x03sig\x18\x02 \x01(\x0c\"^\n\x08\x45nvelope\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x12\x14\n\x0cpayload_type\x18\x02 \x01(\t\x12+\n\nsignatures\x18\x03 \x03(\x0b\x32\x17.patchgate.v1.Signature\"Z\n\nProvenance\x12\x10\n\x08\x64raft_id\x18\x01 \x01(\t\x12\x0f\n\x07\x64rafter\x18\x02 \x01(\t\x12\x13\n\x0breceived_at\x18\x03 \x01(\t\x12\x14\n\x0cpatch_sha256\x18\x04 \x01(\t\"\x7f\n\x0cPropertySpec\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x63laim\x18\x02 \x01(\t\x12\x33\n\x0eproperty_class\x18\x03 \x01(\x0e\x32\x1b.patchgate.v1.PropertyClass\x12\x0e\n\x06\x63overs\x18\x04 \x03(\t\x12\x0f\n\x07\x63ommand\x18\x05 \x03(\t\"\x98\x02\n\nRunOutcome\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12&\n\x07outcome\x18\x03 \x01(\x0e\x32\x15.patchgate.v1.Outcome\x12\x14\n\x0coutcome_hash\x18\x04 \x01(\t\x12\x19\n\x11\x66\x61ilure_signature\x18\x05 \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x03\x12\x10\n\x08\x65xecuted\x18\x07 \x03(\t\x12\x11\n\ttree_hash\x18\x08 \x01(\t\x12(\n\x05\x63\x61ses\x18\t \x03(\x0b\x32\x19.patchgate.v1.CaseOutcome\x12\x14\n\x0c\x66\x61ilure_kind\x18\n \x01(\t\x12\x0f\n\x07variant\x18\x0b \x01(\r\".\n\x0b\x43\x61seOutcome\x12\x0e\n\x06nodeid\x18\x01 \x01(\t\x12\x0f\n\x07outcome\x18\x02 \x01(\t\"t\n\x0fTransportRecord\x12\x13\n\x0bproperty_id\x18\x01 \x01(\t\x12\x11\n\trun_index\x18\x02 \x01(\r\x12)\n\x04kind\x18\x03 \x01(\x0e\x32\x1b.patchgate.v1.TransportKind\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t*\xb1\x01\n\rPropertyClass\x12\x1e\n\x1aPROPERTY_CLASS_UNSPECIFIED\x10\x00\x12\x1a\n\x16PROPERTY_CLASS_PURE_FN\x10\x01\x12 \n\x1cPROPERTY_CLASS_IDEMPOTENT_IO\x10\x02\x12\x1f\n\x1bPROPERTY_CLASS_BOUNDED_TIME\x10\x03\x12!\n\x1dPROPERTY_CLASS_EXTERNAL_PROBE\x10\x04*u\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x10\n\x0cOUTCOME_PASS\x10\x01\x12\x10\n\x0cOUTCOME_FAIL\x10\x02\x12\x11\n\rOUTCOME_ERROR\x10\x03\x12\x1a\n\x16OUTCOME_EXCEEDED_BOUND\x10\x04*\xc4\x02\n\rTransportKind\x12\x1e\n\x1aTRANSPORT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n\x1aTRANSPORT_KIND_UNAVAILABLE\x10\x01\x12!\n\x1dTRANSPORT_KIND_EMPTY_RESPONSE\x10\x02\x12\x1b\n\x17TRANSPORT_KIND_DEADLINE\x10\x03\x12\'\n#TRANSPORT_KIND_SANDBOX_START_FAILED\x10\x04\x12 \n\x1cTRANSPORT_KIND_IMAGE_MISSING\x10\x05\x12%\n!TRANSPORT_KIND_RESOURCE_EXHAUSTED\x10\x06\x12\x1b\n\x17TRANSPORT_KIND_INTERNAL\x10\x07\x12$\n TRANSPORT_KIND_KILLED_EXTERNALLY\x10\x08\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'patchgate.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PROPERTYCLASS']._serialized_start=1110
-  _globals['_PROPERTYCLASS']._serialized_end=1287
-  _globals['_OUTCOME']._serialized_start=1289
-  _globals['_OUTCOME']._serialized_end=1406
-  _globals['_TRANSPORTKIND']._serialized_start=1409
-  _globals['_TRANSPORTKIND']._serialized_end=1733
+  _globals['_PROPERTYCLASS']._serialized_start=1149
+  _globals['_PROPERTYCLASS']._serialized_end=1326
+  _globals['_OUTCOME']._serialized_start=1328
+  _globals['_OUTCOME']._serialized_end=1445
+  _globals['_TRANSPORTKIND']._serialized_start=1448
+  _globals['_TRANSPORTKIND']._serialized_end=1772
   _globals['_FIXTUREENTRY']._serialized_start=43
   _globals['_FIXTUREENTRY']._serialized_end=101
   _globals['_COMMAND']._serialized_start=103
@@ -52,9 +52,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PROPERTYSPEC']._serialized_start=570
   _globals['_PROPERTYSPEC']._serialized_end=697
   _globals['_RUNOUTCOME']._serialized_start=700
-  _globals['_RUNOUTCOME']._serialized_end=941
-  _globals['_CASEOUTCOME']._serialized_start=943
-  _globals['_CASEOUTCOME']._serialized_end=989
-  _globals['_TRANSPORTRECORD']._serialized_start=991
-  _globals['_TRANSPORTRECORD']._serialized_end=1107
+  _globals['_RUNOUTCOME']._serialized_end=980
+  _globals['_CASEOUTCOME']._serialized_start=982
+  _globals['_CASEOUTCOME']._serialized_end=1028
+  _globals['_TRANSPORTRECORD']._serialized_start=1030
+  _globals['_TRANSPORTRECORD']._serialized_end=1146
 # @@protoc_insertion_point(module_scope)

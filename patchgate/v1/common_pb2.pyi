@@ -133,7 +133,7 @@ class PropertySpec(_message.Message):
     def __init__(self, id: _Optional[str] = ..., claim: _Optional[str] = ..., property_class: _Optional[_Union[PropertyClass, str]] = ..., covers: _Optional[_Iterable[str]] = ..., command: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RunOutcome(_message.Message):
-    __slots__ = ("property_id", "run_index", "outcome", "outcome_hash", "failure_signature", "duration_ms", "executed", "tree_hash", "cases")
+    __slots__ = ("property_id", "run_index", "outcome", "outcome_hash", "failure_signature", "duration_ms", "executed", "tree_hash", "cases", "failure_kind", "variant")
     PROPERTY_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_INDEX_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +143,8 @@ class RunOutcome(_message.Message):
     EXECUTED_FIELD_NUMBER: _ClassVar[int]
     TREE_HASH_FIELD_NUMBER: _ClassVar[int]
     CASES_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_KIND_FIELD_NUMBER: _ClassVar[int]
+    VARIANT_FIELD_NUMBER: _ClassVar[int]
     property_id: str
     run_index: int
     outcome: Outcome
@@ -152,7 +154,9 @@ class RunOutcome(_message.Message):
     executed: _containers.RepeatedScalarFieldContainer[str]
     tree_hash: str
     cases: _containers.RepeatedCompositeFieldContainer[CaseOutcome]
-    def __init__(self, property_id: _Optional[str] = ..., run_index: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., outcome_hash: _Optional[str] = ..., failure_signature: _Optional[str] = ..., duration_ms: _Optional[int] = ..., executed: _Optional[_Iterable[str]] = ..., tree_hash: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[CaseOutcome, _Mapping]]] = ...) -> None: ...
+    failure_kind: str
+    variant: int
+    def __init__(self, property_id: _Optional[str] = ..., run_index: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., outcome_hash: _Optional[str] = ..., failure_signature: _Optional[str] = ..., duration_ms: _Optional[int] = ..., executed: _Optional[_Iterable[str]] = ..., tree_hash: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[CaseOutcome, _Mapping]]] = ..., failure_kind: _Optional[str] = ..., variant: _Optional[int] = ...) -> None: ...
 
 class CaseOutcome(_message.Message):
     __slots__ = ("nodeid", "outcome")

@@ -1,0 +1,310 @@
+"""Mutation v2 inside the sandbox, unprivileged (switch_users false): the supervisor runs one real
+judge/subject pair per variant, each subject serving only its own variant from memory, the reset
+between pairs, and the stream the daemon cuts per variant."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executord.runs.executor import variant_outcomes
+from executord.runs.records import RecordLog
+from tests.unit._inside_helpers import INSIDE, load, run_supervisor, supervisor_config, write_tree
+
+ON_DISK = """\
+import os
+
+def price():
+    return 10
+
+def own_file():
+    with open(__file__, "rb") as fh:
+        return fh.read()
+
+def litter(where):
+    with open(os.path.join(where, "junk"), "w") as fh:
+        fh.write("left by a variant")
+
+def leaks():
+    import sys
+    finder = sys.meta_path[0]
+    return {
+        "finder": type(finder).__name__,
+        "loader": type(__loader__).__name__,
+        "file": __file__,
+        "source_kept": getattr(finder, "_source", None) is not None,
+        "fd_env": "PATCHGATE_SUBJECT_VARIANT_FD" in os.environ,
+        "in_env": any("return 11" in v for v in os.environ.values()),
+    }
+"""
+MUTANT = ON_DISK.replace("return 10", "return 11", 1)
+RAISES = ON_DISK.replace("return 10", 'raise ValueError("boom")', 1)
+TESTS = """\
+import os
+import pgshop
+
+SCRATCH = os.path.join(os.path.dirname(__file__), "..", "scratch")
+
+def test_price():
+    assert pgshop.price() == 10
+
+def test_reads_its_own_file_from_disk():
+    assert b"return 10" in pgshop.own_file()
+
+def test_starts_clean():
+    assert os.listdir(SCRATCH) == []
+    pgshop.litter(os.path.abspath(SCRATCH))
+
+def test_nothing_leaks():
+    got = pgshop.leaks()
+    assert got == {"finder": "VariantFinder", "loader": "_VariantLoader",
+                   "file": os.path.abspath("src/pgshop/__init__.py"), "source_kept": False,
+                   "fd_env": False, "in_env": False}
+"""
+NODES = [
+    "tests/test_v.py::test_price",
+    "tests/test_v.py::test_reads_its_own_file_from_disk",
+    "tests/test_v.py::test_starts_clean",
+    "tests/test_v.py::test_nothing_leaks",
+]
+
+
+def _run(tmp_path: Path, sources: list[str]) -> tuple[int, list[dict[str, Any]], str]:
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    (tmp_path / "scratch").mkdir()
+    blob = b"".join(s.encode() for s in sources)
+    (tmp_path / "variants.bin").write_bytes(blob)
+    path = str(tmp_path / "src/pgshop/__init__.py")
+    index, offset = [], 0
+    for s in sources:
+        index.append({"path": path, "offset": offset, "size": len(s.encode())})
+        offset += len(s.encode())
+    cfg = supervisor_config(
+        tmp_path,
+        ["tests/test_v.py"],
+        variants_file=str(tmp_path / "variants.bin"),
+        variants=index,
+        reset_dirs=[str(tmp_path / "scratch")],
+    )
+    return run_supervisor(cfg)
+
+
+def _judged(records: list[dict[str, Any]], count: int) -> dict[tuple[int, str], tuple[str, str]]:
+    log = RecordLog(nonce="n0nce", judged=True)
+    for rec in records:
+        log.feed(json.dumps(rec).encode())
+    members = [(n.rsplit("::", 1)[1], [n]) for n in NODES]
+    outs = variant_outcomes(log, members, count, plugin=str(INSIDE / "patchgate_reporter.py"))
+    return {(o.variant, o.property_id): (o.outcome, o.failure_kind) for o in outs}
+
+
+def test_each_variant_is_served_from_memory_to_its_own_subject(tmp_path: Path) -> None:
+    """A mutant (price returns 11) is killed by the predicate; the control (the disk's bytes,
+    through the same loader) passes; a variant that raises is the subject's error. Every pair
+    reads the patched bytes from disk, starts with the reset area empty (the reset between
+    variants removed what the last one left) and sees no trace of the variants."""
+    code, records, err = _run(tmp_path, [MUTANT, ON_DISK, RAISES])
+    assert code == 0, err
+    kinds = [r["kind"] for r in records]
+    assert [r["index"] for r in records if r["kind"] == "variant"] == [1, 2, 3]
+    assert kinds[0] == "variant"
+    assert kinds.count("judge") == kinds.count("start") == 3
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    got = _judged(records, 3)
+    own = ("pass", "")
+    assert got == {
+        (1, "test_price"): ("fail", "assertion"),
+        (2, "test_price"): own,
+        (3, "test_price"): ("error", "subject"),
+        **{(n, "test_reads_its_own_file_from_disk"): own for n in (1, 2, 3)},
+        **{(n, "test_starts_clean"): own for n in (1, 2, 3)},
+        **{(n, "test_nothing_leaks"): own for n in (1, 2, 3)},
+    }, err
+    assert (tmp_path / "src/pgshop/__init__.py").read_text() == ON_DISK
+    assert os.listdir(tmp_path / "scratch") == []  # the reset after the last variant too
+
+
+def test_without_a_reset_the_next_variant_would_see_the_last_ones_litter(tmp_path: Path) -> None:
+    """The reset test's control: with no reset dirs nothing is removed, so the second pair's
+    ``test_starts_clean`` fails."""
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "variants.bin").write_bytes(ON_DISK.encode() * 2)
+    size = len(ON_DISK.encode())
+    path = str(tmp_path / "src/pgshop/__init__.py")
+    cfg = supervisor_config(
+        tmp_path,
+        ["tests/test_v.py::test_starts_clean"],
+        variants_file=str(tmp_path / "variants.bin"),
+        variants=[{"path": path, "offset": i * size, "size": size} for i in range(2)],
+    )
+    _code, records, err = run_supervisor(cfg)
+    items = [(r["outcome"]) for r in records if r["kind"] == "item"]
+    assert items == ["pass", "fail"], err
+
+
+def test_the_variant_bound_ends_a_hanging_variant_and_the_next_one_runs(tmp_path: Path) -> None:
+    """The supervisor's clock with variants is min(bound_ms, variant_bound_ms): a variant whose
+    code never answers is ``exceeded_bound`` (the subject's hang), the control after it passes."""
+    hangs = ON_DISK.replace("return 10", "import time; time.sleep(3600)", 1)
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "variants.bin").write_bytes(hangs.encode() + ON_DISK.encode())
+    path = str(tmp_path / "src/pgshop/__init__.py")
+    cfg = supervisor_config(
+        tmp_path,
+        ["tests/test_v.py::test_price"],
+        bound_ms=60_000,
+        grace_ms=300,
+        variant_bound_ms=500,
+        variants_file=str(tmp_path / "variants.bin"),
+        variants=[
+            {"path": path, "offset": 0, "size": len(hangs.encode())},
+            {"path": path, "offset": len(hangs.encode()), "size": len(ON_DISK.encode())},
+        ],
+    )
+    code, records, err = run_supervisor(cfg)
+    assert code == 0, err
+    hang = [r for r in records if r["kind"] == "subject" and r["event"] == "hang"]
+    assert len(hang) == 1
+    assert "500 ms" in hang[0]["detail"]
+    got = _judged(records, 2)
+    assert (got[(1, "test_price")], got[(2, "test_price")]) == (
+        ("exceeded_bound", "subject"),
+        ("pass", ""),
+    ), err
+
+
+def test_a_missing_variants_file_ends_the_run_with_a_reset_failure(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    cfg = supervisor_config(
+        tmp_path,
+        ["tests/test_v.py"],
+        variants_file=str(tmp_path / "absent.bin"),
+        variants=[{"path": "/x.py", "offset": 0, "size": 1}],
+    )
+    code, records, _err = run_supervisor(cfg)
+    assert code == 1
+    assert [r["kind"] for r in records] == ["reset"]
+    assert "no variants file" in records[0]["detail"]
+
+
+def test_a_malformed_variant_entry_is_a_config_error(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    cfg = supervisor_config(tmp_path, ["tests/test_v.py"], variants=[{"path": "x"}])
+    code, records, err = run_supervisor(cfg)
+    assert (code, records) == (78, [])
+    assert "malformed variant" in err
+
+
+def test_the_finder_serves_only_its_file_and_compiles_once(tmp_path: Path) -> None:
+    """In process: the variant's module comes from memory (its real path as filename), another
+    module of the package from disk, a reload runs the same code; the source is dropped."""
+    subject = load("subject")
+    write_tree(tmp_path, {"vpkg/__init__.py": "X = 'disk'\n", "vpkg/other.py": "Y = 'disk'\n"})
+    target = tmp_path / "vpkg/__init__.py"
+    finder = subject.VariantFinder(str(target), b"X = 'memory'\n")
+    sys.path.insert(0, str(tmp_path))
+    sys.meta_path.insert(0, finder)
+    try:
+        pkg = importlib.import_module("vpkg")
+        other = importlib.import_module("vpkg.other")
+        assert (pkg.X, other.Y, pkg.__file__) == ("memory", "disk", str(target))
+        assert finder._source is None
+        pkg.X = "changed"
+        assert importlib.reload(pkg).X == "memory"
+    finally:
+        sys.meta_path.remove(finder)
+        sys.path.remove(str(tmp_path))
+        for name in ("vpkg", "vpkg.other"):
+            sys.modules.pop(name, None)
+
+
+def test_read_variant_reads_the_fd_and_closes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    subject = load("subject")
+    r, w = os.pipe()
+    os.write(w, b'{"path": "/w/m.py"}\nsource\nmore')
+    os.close(w)
+    monkeypatch.setenv("PATCHGATE_SUBJECT_VARIANT_FD", str(r))
+    assert subject.read_variant() == ("/w/m.py", b"source\nmore")
+    assert "PATCHGATE_SUBJECT_VARIANT_FD" not in os.environ
+    with pytest.raises(OSError):
+        os.fstat(r)
+    r, w = os.pipe()
+    os.write(w, b"no header")
+    os.close(w)
+    monkeypatch.setenv("PATCHGATE_SUBJECT_VARIANT_FD", str(r))
+    with pytest.raises(ValueError, match="malformed"):
+        subject.read_variant()
+
+
+# -- the reset helper ----------------------------------------------------------------------------
+
+
+def test_the_reset_helper_removes_what_its_uid_owns(tmp_path: Path) -> None:
+    d = tmp_path / "area"
+    (d / "sub/deeper").mkdir(parents=True)
+    (d / "sub/deeper/f").write_text("x")
+    (d / "file").write_text("x")
+    os.symlink("/etc/passwd", d / "link")
+    os.chmod(d / "sub", 0o500)  # a directory its owner made unwritable
+    done = subprocess.run(
+        [sys.executable, "-I", str(INSIDE / "reset.py"), str(d)],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, os.listdir(d)) == (0, []), done.stderr
+    assert os.path.exists("/etc/passwd")
+
+
+_SYSV_UID = 54321  # a uid no one else on the machine uses
+
+
+def _as_uid(uid: int, fn: Any) -> int:
+    """Run ``fn`` in a forked child as ``uid`` (no exec: the test's interpreter may not be
+    readable by it); the child's exit status (0: ``fn`` returned true)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            code = 0 if fn() else 1
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run as another uid")
+def test_the_reset_helper_removes_the_sysv_ipc_objects_of_its_uid() -> None:
+    """As a uid of its own: a shared memory segment, a semaphore set and a message queue it
+    created are seen by ``ipc_objects`` and gone after ``remove_ipc``."""
+    reset = load("reset")
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    private, creat = 0, 0o1000
+
+    def make() -> bool:
+        return (
+            libc.shmget(private, 4096, creat | 0o600) >= 0
+            and libc.semget(private, 1, creat | 0o600) >= 0
+            and libc.msgget(private, creat | 0o600) >= 0
+        )
+
+    assert _as_uid(_SYSV_UID, make) == 0
+    assert {t for t, _ in reset.ipc_objects(_SYSV_UID)} == {"shm", "sem", "msg"}
+
+    def clean() -> bool:
+        reset.remove_ipc(os.geteuid())
+        return not reset.leftovers([], os.geteuid(), ipc=True)
+
+    assert _as_uid(_SYSV_UID, clean) == 0
+    assert reset.ipc_objects(_SYSV_UID) == []
