@@ -460,11 +460,11 @@ class _Check:
         # killed a mutant of it (client.gate.runs.mutation).
         report, st.mutation = score_with_evidence(
             s, symbols=st.symbols, suite=[*suite, *self.held], classes=classes, local=stab,
-            remote=rstab, sites=self.sites, patched=self.ws.patched_dir,
+            remote=rstab, sites=self.sites, patched=self.ws.patched_dir, base=self.ws.base_dir,
             allow_unmutated=pins.config.allow_unmutated, envelope=envelope,
             min_mutation_score=pins.config.min_mutation_score,
             digest=st.fixture_digest, fixture_root=fixture_root,
-            executor_keyring=executor_keyring, patch_sha256=st.patch_sha256, say=self.say,
+            executor_keyring=executor_keyring, say=self.say,
             untrusted=steps.introspection(self.ws) if s.mutants > 0 else "",
             judge=steps.judge_mode(s.judge, self.ws.patched_dir, pins.config),
         )  # fmt: skip

@@ -1,50 +1,46 @@
-"""The mutation stage: can a property that passed fail on the changed code?
+"""The mutation stage v2 (DESIGN §6 step 9): can a property that passed fail, by its own
+predicate, on what the patch wrote?
 
-For every changed symbol that would otherwise earn credit, up to ``k`` mutants of the PATCHED
-symbol's source (:mod:`client.analysis.mutation.mutants`; a capped sample is drawn per check).
-Each mutant runs once with only the properties that would credit the symbol, in one ``Execute`` on
-the same signed fixture envelope:
+For every changed symbol that would otherwise earn credit, its mutants
+(:mod:`client.analysis.mutation.mutants`): sites only on the lines the patch added or changed in
+the symbol's own statements, every applicable (operator, site) pair up to ``k`` (a capped sample
+is drawn from the OS's randomness per check and recorded; no cap, no randomness: the same trees
+always get the same mutants). One ``Execute`` per symbol, a **batch**:
 
-* its workspace is the patched tree with that one file replaced — a hard-linked copy of the
-  patched tree in which the mutated file is a new file (never written through a link), so the
-  client uploads one new blob and the executor reuses every other blob it already holds;
-* ``runs=1``, ``isolation=run``: properties sharing a command prefix run in one fresh sandbox;
-* a property **kills** the mutant when its run is ``fail`` (its predicate failed) *and* executed
-  the mutated symbol (the Execute sends the symbol's range in the mutant file as its one target;
-  ``module:`` code is not traced, as in the suite): a run that failed before it reached the
-  symbol — an import-time guard of the patch that notices its own mutation, say — is no kill, the
-  mutant survives it. ``error`` (the subject raised, exited or crashed; the judge erred) is
-  **crashed** and ``exceeded_bound`` **hung**: listed, never kills, not scored (DESIGN §6 step 9).
-  A ``pass`` lets the mutant survive; a run with no outcome (transport) is no kill: the mutant
-  is re-run once (on another address when there is one), else it is "not run" and counted. A
-  refusal, or outcomes signed for another fixture digest, is "not run" too.
-* **controls**: :func:`~client.verdict.credit.required_controls` unmutated runs per symbol (the
-  patched tree as it is, the same properties and targets), placed at random among its mutants; a
-  property's control that does not pass voids its mutation evidence.
+* the variants are the mutants plus at least ``required_controls(min_mutation_score)`` controls
+  (the unmutated source, served the same way), in an order drawn from the OS's randomness: the
+  executor runs the batch in one sandbox per command-prefix group, a fresh judge/subject pair per
+  variant, the subject loading the variant's module from memory (the file on disk stays the
+  patched one), so neither reading a file nor the order tells a control from a mutant;
+* the properties are the suite's command-prefix groups that hold a covering property, every
+  member of them, so each variant run collects the same test modules and runs the same node ids
+  in the same order as the suite's first run; only the covering properties' outcomes count;
+* each variant run's clock bound is min(clock bound, max(1 s, 5 x the slowest covering
+  property's suite-run time)).
 
-Mutants run concurrently across the executors like the suite (the same slots per address). One
-progress line per mutant goes to ``say``. The findings per symbol are a
-:class:`client.verdict.credit.MutationResult`; the receipt's ``mutation`` entry says whether the
-stage ran, with ``k``, and per symbol how many mutants were made, skipped and not run.
+Per covering property and mutant: ``fail`` with failure kind ``assertion`` (its predicate failed
+in the judge's own frames) is a **kill**; ``pass`` a survivor; ``exceeded_bound`` hung; anything
+else (an exception marked as the subject's, any other judge exception, an exit, a crash, an
+``error``) crashed — counted and listed, never a kill, never scored. A control that does not
+pass voids that property's mutation evidence. A batch with no outcome at all (transport) is
+re-run once, on another address when there is one; variants still without an outcome are "not
+run" and counted.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
+import dataclasses
+import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from random import SystemRandom
 from typing import Any, Protocol
 
-from client.analysis.mutation.mutants import Mutant, make_mutants
+from client.analysis.mutation.mutants import Mutant, changed_lines, make_mutants
 from client.gate.runs.execution import default_concurrency
 from client.gate.runs.judging import JudgeMode
 from client.gate.runs.targets import SymbolSite, TargetedClient, executed_by
@@ -52,24 +48,21 @@ from client.gate.settings import CheckSettings
 from client.verdict.admission import covering
 from client.verdict.credit import CreditReport, MutationResult, required_controls, score
 from client.verdict.stability import Stability
-from patchgate.envelope import Envelope
-from patchgate.errors import RefusedError, TransportError
+from patchgate.batching import group_properties
+from patchgate.envelope import Envelope, parse_fixture_statement
+from patchgate.errors import EnvelopeError, RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
 from patchgate.pins import PropertyPin
+from patchgate.results import RunOutcome
 
-__all__ = [
-    "KILLS", "MutantClient", "MutationRun", "executed_map", "mutant_tree", "run_mutants",
-    "score_with_evidence",
-]  # fmt: skip
-
-KILLS = ("fail",)  # the predicate failed; "error" is crashed, "exceeded_bound" hung: no kill
-_UNSCORED = {"error": "crashed", "exceeded_bound": "hung"}
 MAX_ATTEMPTS = 2
+MIN_BOUND_MS = 1000
+BOUND_FACTOR = 5
 
 
 class MutantClient(Protocol):
-    """What the stage needs from an executor client (``ExecutorClient`` satisfies it)."""
+    """What the stage needs from an executor client (``TargetedClient`` satisfies it)."""
 
     address: str
 
@@ -81,12 +74,13 @@ class MutantClient(Protocol):
         fixture_root: str,
         properties: Sequence[PropertyPin],
         runs: int = 2,
-        on_progress: Callable[[str], None] | None = None,
         request_id: str | None = None,
         targets: Sequence[tuple[str, int, int, str]] = (),
         isolation: str = "run",
+        variants: Sequence[tuple[str, bytes]] = (),
+        variant_bound_ms: int = 0,
     ) -> ExecutionResult:
-        """Run ``properties``; refusals raise RefusedError."""
+        """Run a batch; refusals raise RefusedError, transport failures TransportError."""
         ...
 
     def close(self) -> None:
@@ -95,14 +89,33 @@ class MutantClient(Protocol):
 
 
 @dataclass(frozen=True)
-class _Job:
+class _Variant:
+    mutant: Mutant | None  # None: a control
+    source: bytes
+
+
+@dataclass(frozen=True)
+class _Batch:
     n: int
     symbol: str
-    mutant: Mutant | None  # None: a control (the patched tree unmutated)
-    props: tuple[PropertyPin, ...]
-    target: tuple[str, int, int, str] | None  # the symbol in the mutant file (None: module code)
+    path: str
+    variants: tuple[_Variant, ...]
+    covering: tuple[str, ...]  # the property ids whose outcomes count
+    props: tuple[PropertyPin, ...]  # what runs: every member of the covering ones' groups
+    bound_ms: int
     attempt: int = 1
     avoid: str | None = None
+
+
+@dataclass(kw_only=True)
+class _Found:
+    not_run: int = 0
+    killed: dict[str, list[str]] = field(default_factory=dict)
+    survived: dict[str, list[str]] = field(default_factory=dict)
+    crashed: dict[str, list[str]] = field(default_factory=dict)
+    hung: dict[str, list[str]] = field(default_factory=dict)
+    controls: dict[str, int] = field(default_factory=dict)
+    controls_failed: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -113,76 +126,89 @@ class MutationRun:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-@contextmanager
-def mutant_tree(patched: Path, rel: str, source: bytes) -> Iterator[Path]:
-    """A copy of ``patched`` (hard links where the file system allows) with ``rel`` replaced by
-    ``source`` as a new file; removed on exit. The patched tree is never written."""
-    top = Path(tempfile.mkdtemp(prefix="patchgate-mutant-", dir=patched.parent))
-    root = top / "tree"
+def variant_bound_ms(clock_bound_ms: int, suite_ms: Sequence[int]) -> int:
+    """min(clock bound, max(1 s, 5 x the slowest suite-run time)); 0 clock bound = none."""
+    own = max(MIN_BOUND_MS, BOUND_FACTOR * max(suite_ms, default=0))
+    return min(clock_bound_ms, own) if clock_bound_ms > 0 else own
+
+
+def _why(o: RunOutcome) -> str:
+    text = o.failure_signature.strip()
+    first = text.splitlines()[0][:160] if text else ""
+    return f"{o.outcome}" + (f" ({first})" if first else "")
+
+
+def classify(o: RunOutcome) -> str:
+    """``killed``, ``survived``, ``hung`` or ``crashed``: only the predicate's own failure kills."""
+    if o.outcome == "pass":
+        return "survived"
+    if o.outcome == "fail" and o.failure_kind == "assertion":
+        return "killed"
+    if o.outcome == "exceeded_bound":
+        return "hung"
+    return "crashed"
+
+
+def _allowed(envelope: Envelope | None) -> tuple[tuple[tuple[str, ...], ...], int]:
+    """The signed allowed commands and clock bound (none, 0 when there is no readable envelope)."""
+    if envelope is None:
+        return (), 0
     try:
-
-        def link(src: str, dst: str) -> None:
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copy2(src, dst)
-
-        shutil.copytree(patched, root, symlinks=True, copy_function=link)
-        target = root / rel
-        target.unlink()  # a new inode: writing must not follow the link into the patched tree
-        target.write_bytes(source)
-        yield root
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
+        m = parse_fixture_statement(envelope.payload)[0]
+    except (EnvelopeError, ValueError, KeyError, TypeError):
+        return (), 0
+    return m.allowed_commands, m.clock_bound_ms
 
 
-@dataclass(kw_only=True)
-class _Tally:
-    not_run: dict[str, int] = field(default_factory=dict)
-    #: kind (killed, survived, crashed, hung, controls_failed) -> symbol -> property -> labels
-    labels: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
-    controls: dict[str, dict[str, int]] = field(default_factory=dict)
+def _groups_with(
+    suite: Sequence[PropertyPin], covering: Sequence[str], allowed: Sequence[Sequence[str]]
+) -> tuple[PropertyPin, ...]:
+    """Every suite property of a command-prefix group holding a covering property, suite order."""
+    by_id = {p.id: p for p in suite}
+    keep: set[str] = set()
+    for g in group_properties([(p.id, p.command) for p in suite], allowed):
+        if set(g.ids) & set(covering):
+            keep.update(g.ids)
+    keep.update(c for c in covering if c in by_id)
+    return tuple(p for p in suite if p.id in keep)
 
-    def add(self, kind: str, symbol: str, pid: str, label: str) -> None:
-        self.labels.setdefault(kind, {}).setdefault(symbol, {}).setdefault(pid, []).append(label)
 
-    def of(self, kind: str, symbol: str) -> dict[str, tuple[str, ...]]:
-        return {p: tuple(v) for p, v in self.labels.get(kind, {}).get(symbol, {}).items()}
+def _plan(site: SymbolSite, patched: Path, base: Path, k: int) -> tuple[Any, bytes | None]:
+    """The symbol's mutant set (or a problem string) and its patched source."""
+    try:
+        path = patched / site.path
+        source = None if path.is_symlink() else path.read_bytes()
+    except OSError:
+        source = None
+    if source is None:
+        return "its source is not in the patched tree", None
+    try:
+        old_path = base / site.path
+        old = None if old_path.is_symlink() or not old_path.is_file() else old_path.read_bytes()
+    except OSError:
+        old = None
+    made = make_mutants(source, site.qualname, changed_lines=changed_lines(old, source), cap=k)
+    return made, source
 
-    def settle_control(self, job: _Job, outcomes: Mapping[str, str]) -> str:
-        """Count one control's outcomes; its progress tag."""
-        bad = []
-        for pid, outcome in outcomes.items():
-            self.controls.setdefault(job.symbol, {}).setdefault(pid, 0)
-            self.controls[job.symbol][pid] += 1
-            if outcome != "pass":
-                self.add("controls_failed", job.symbol, pid, f"control {job.n}: {outcome}")
-                bad.append(f"{pid} {outcome}")
-        return f"failed ({', '.join(bad)})" if bad else ("passed" if outcomes else "not run")
 
-    def settle_mutant(self, job: _Job, outcomes: Mapping[str, str], why: Mapping[str, str]) -> str:
-        """Count one mutant's outcomes; its progress tag."""
-        label = job.mutant.label if job.mutant is not None else "control"
-        for pid, outcome in outcomes.items():
-            if outcome in KILLS:
-                self.add("killed", job.symbol, pid, label)
-            elif outcome in _UNSCORED:
-                self.add(_UNSCORED[outcome], job.symbol, pid, f"{label}: {why.get(pid) or outcome}")
-            else:
-                self.add("survived", job.symbol, pid, label)
-        killers = sorted(p for p, o in outcomes.items() if o in KILLS)
-        if killers:
-            return f"killed by {', '.join(killers)}"
-        return "survived" if outcomes else "not run"
+def _order(mutants: Sequence[Mutant], source: bytes, controls: int) -> tuple[_Variant, ...]:
+    """The mutants and ``controls`` controls in an order from the OS's randomness."""
+    variants = [_Variant(m, m.source) for m in mutants]
+    variants += [_Variant(None, source) for _ in range(controls)]
+    secrets.SystemRandom().shuffle(variants)
+    return tuple(variants)
 
 
 def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its story
     *,
     candidates: Mapping[str, Sequence[PropertyPin]],
     sites: Mapping[str, SymbolSite],
+    suite: Sequence[PropertyPin],
+    suite_ms: Mapping[str, int],
     patched: Path,
+    base: Path,
     k: int,
-    patch_sha256: str,
+    min_score: float,
     addresses: Sequence[str],
     connect: Callable[[str], MutantClient],
     envelope: Envelope,
@@ -190,154 +216,155 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
     fixture_root: str,
     say: Callable[[str], None] = lambda _msg: None,
     concurrency: int | None = None,
-    min_mutation_score: float = 0.5,
 ) -> MutationRun:
-    """Make and run the mutants of every candidate symbol (symbol -> properties that would
-    credit it), with ``required_controls(min_mutation_score)`` controls each; see the module
-    docstring."""
+    """Make and run the mutation batches of every candidate symbol (symbol -> the properties
+    that would credit it); see the module docstring."""
     t0 = time.monotonic()
+    allowed, clock_ms = _allowed(envelope)
+    controls_n = required_controls(min_score)
     results: dict[str, MutationResult] = {}
     per_symbol: dict[str, dict[str, Any]] = {}
-    jobs: deque[_Job] = deque()
-    n_controls = required_controls(min_mutation_score)
-    rng = SystemRandom()
-    mutants_run = 0
+    found: dict[str, _Found] = {}
+    made_sets: dict[str, Any] = {}
+    batches: deque[_Batch] = deque()
     for symbol in sorted(candidates):
         site = sites.get(symbol)
-        source = None
-        if site is not None:
-            try:
-                path = patched / site.path
-                source = None if path.is_symlink() else path.read_bytes()
-            except OSError:
-                source = None
-        if site is None or source is None:
+        if site is None:
             results[symbol] = MutationResult(problem="its source is not in the patched tree")
-            per_symbol[symbol] = {"made": 0, "skipped": 0, "problem": results[symbol].problem}
+            per_symbol[symbol] = {"made": 0, "problem": results[symbol].problem}
             continue
-        every_line = frozenset(range(1, source.count(b"\n") + 2))  # until the caller's v2 rewrite
-        made = make_mutants(source, site.qualname, changed_lines=every_line, cap=k)
-        per_symbol[symbol] = {"made": len(made.mutants), "sites": made.sites,
-                              "skipped": made.skipped}  # fmt: skip
-        if made.problem:
-            per_symbol[symbol]["problem"] = made.problem
+        made, source = _plan(site, patched, base, k)
+        if isinstance(made, str) or source is None:
+            results[symbol] = MutationResult(problem=str(made))
+            per_symbol[symbol] = {"made": 0, "problem": str(made)}
+            continue
+        made_sets[symbol] = made
+        info: dict[str, Any] = {
+            "sites": made.sites, "candidates": made.candidates, "made": len(made.mutants),
+            "skipped": made.skipped,
+        }  # fmt: skip
+        if made.seed is not None:
+            info["seed"] = made.seed
+        if made.problem or not made.mutants:
+            info["problem"] = made.problem or "no mutant compiled"
+            per_symbol[symbol] = info
             results[symbol] = MutationResult(
-                sites=made.sites, skipped=made.skipped, problem=made.problem
-            )
+                sites=made.sites, candidates=made.candidates, skipped=made.skipped,
+                problem=info["problem"],
+            )  # fmt: skip
             continue
-        props = tuple(candidates[symbol])
-        mine: list[_Job] = []
-        for m in made.mutants:
-            last = site.last + m.source.count(b"\n") - source.count(b"\n")
-            target = None if site.is_module else (site.path, site.first, last, symbol)
-            mine.append(_Job(len(jobs) + len(mine) + 1, symbol, m, props, target))
-        mutants_run += len(mine)
-        plain = None if site.is_module else (site.path, site.first, site.last, symbol)
-        for _ in range(n_controls):  # hidden among the mutants, at random places
-            control = _Job(len(jobs) + len(mine) + 1, symbol, None, props, plain)
-            mine.insert(rng.randrange(len(mine) + 1), control)
-        per_symbol[symbol]["controls"] = n_controls
-        jobs.extend(mine)
-    tally = _Tally()
-    total = len(jobs)
-    lock = threading.Lock()
-    cond = threading.Condition(lock)
-    pending = [total]
-    done = [0]
+        covering = tuple(p.id for p in candidates[symbol])
+        bound = variant_bound_ms(clock_ms, [suite_ms.get(pid, 0) for pid in covering])
+        info.update({"controls": controls_n, "bound_ms": bound})
+        per_symbol[symbol] = info
+        found[symbol] = _Found()
+        batch = _Batch(
+            n=len(batches) + 1, symbol=symbol, path=site.path,
+            variants=_order(made.mutants, source, controls_n), covering=covering,
+            props=_groups_with(suite, covering, allowed), bound_ms=bound,
+        )  # fmt: skip
+        batches.append(batch)
+    total_variants = sum(len(b.variants) for b in batches)
+    total_mutants = sum(len(made_sets[b.symbol].mutants) for b in batches)
+    lock = threading.Condition()
+    pending = [len(batches)]
     cancelled = [False]
+    done = [0]
     addrs = list(dict.fromkeys(addresses))
     several = len(addrs) > 1
 
-    def take(address: str) -> _Job | None:
-        with cond:
+    def take(address: str) -> _Batch | None:
+        with lock:
             while True:
                 if cancelled[0]:
                     return None
-                for job in jobs:
-                    if not (several and job.avoid == address):
-                        jobs.remove(job)
-                        return job
+                for b in batches:
+                    if not (several and b.avoid == address):
+                        batches.remove(b)
+                        return b
                 if pending[0] == 0:
                     return None
-                cond.wait()
+                lock.wait()
 
-    def finish(retry: _Job | None) -> None:
-        with cond:
+    def finish(retry: _Batch | None) -> None:
+        with lock:
             if retry is not None:
-                jobs.appendleft(retry)
+                batches.appendleft(retry)
             else:
                 pending[0] -= 1
-            cond.notify_all()
+            lock.notify_all()
 
-    def attempt(client: MutantClient, job: _Job) -> ExecutionResult | None:
-        """One Execute of one mutant; None for a refusal (nothing ran, not re-run)."""
-        suffix = "" if job.attempt == 1 else f"-rerun{job.attempt - 1}"
-        site = sites[job.symbol]
-
-        def execute(tree: Path) -> ExecutionResult:
-            return client.execute(
-                fixture_envelope=envelope,
-                workspace=tree,
-                fixture_root=fixture_root,
-                properties=list(job.props),
-                runs=1,
-                request_id=f"{expected_digest[:12]}-mutant-{job.n}{suffix}",
-                targets=(job.target,) if job.target else (),
-                isolation="run",
-            )
-
+    def attempt(client: MutantClient, b: _Batch) -> ExecutionResult | None:
+        suffix = "" if b.attempt == 1 else f"-rerun{b.attempt - 1}"
         try:
-            if job.mutant is None:  # a control: the patched tree as it is
-                return execute(patched)
-            with mutant_tree(patched, site.path, job.mutant.source) as tree:
-                return execute(tree)
+            return client.execute(
+                fixture_envelope=envelope, workspace=patched, fixture_root=fixture_root,
+                properties=list(b.props), runs=1,
+                request_id=f"{expected_digest[:12]}-mutation-{b.n}{suffix}",
+                targets=(), isolation="run",
+                variants=[(b.path, v.source) for v in b.variants], variant_bound_ms=b.bound_ms,
+            )  # fmt: skip
         except RefusedError as exc:
-            say(f"[mutation] mutant {job.n}: {client.address} refused ({exc.code}): {exc.reason}")
+            say(f"[mutation] {b.symbol}: {client.address} refused ({exc.code}): {exc.reason}")
             return None
-        except TransportError:
+        except TransportError as exc:
+            say(f"[mutation] {b.symbol}: {client.address}: transport: {exc}")
             return _no_outcome(client.address)
 
-    def settle(address: str, job: _Job, got: ExecutionResult | None) -> _Job | None:
-        outcomes: dict[str, str] = {}
-        why: dict[str, str] = {}
-        asked = {p.id for p in job.props}
-        if got is not None and (not got.outcomes or got.observed_fixture_digest == expected_digest):
+    def settle(address: str, b: _Batch, got: ExecutionResult | None) -> _Batch | None:
+        usable = got is not None and (
+            not got.outcomes or got.observed_fixture_digest == expected_digest
+        )
+        outs: dict[tuple[int, str], RunOutcome] = {}
+        if got is not None and usable:
             for o in got.outcomes:
-                if o.run_index != 1 or o.property_id not in asked:
-                    continue
-                reached = job.target is None or job.symbol in o.executed
-                outcomes[o.property_id] = (
-                    o.outcome
-                    if o.outcome not in KILLS or reached
-                    else "failed without executing it"
-                )
-                why[o.property_id] = o.failure_signature.strip().partition("\n")[0][:120]
-        missing = tuple(p for p in job.props if p.id not in outcomes)
-        name = job.mutant.label if job.mutant is not None else "control"
+                if o.property_id in b.covering and 1 <= o.variant <= len(b.variants):
+                    outs.setdefault((o.variant, o.property_id), o)
         with lock:
-            if job.mutant is None:
-                tag = tally.settle_control(job, outcomes)
-            else:
-                tag = tally.settle_mutant(job, outcomes, why)
-            if missing and got is not None and job.attempt < MAX_ATTEMPTS:
-                say(f"[mutation] mutant {job.n} {name}: no outcome; re-running once")
-                return _Job(
-                    job.n, job.symbol, job.mutant, missing, job.target, job.attempt + 1, address
-                )
-            if not outcomes and job.mutant is not None:
-                tally.not_run[job.symbol] = tally.not_run.get(job.symbol, 0) + 1
-            done[0] += 1
-            say(f"[mutation {done[0]}/{total}] {job.symbol}: {name}: {tag}")
+            if not outs and got is not None and b.attempt < MAX_ATTEMPTS:
+                say(f"[mutation] {b.symbol}: no outcome from {address}; re-running once")
+                return dataclasses.replace(b, attempt=b.attempt + 1, avoid=address)
+            f = found[b.symbol]
+            for i, v in enumerate(b.variants, start=1):
+                mine = {pid: outs.get((i, pid)) for pid in b.covering}
+                if all(o is None for o in mine.values()):
+                    if v.mutant is not None:
+                        f.not_run += 1
+                    continue
+                for pid, run in mine.items():
+                    if run is None:
+                        continue
+                    if v.mutant is None:
+                        f.controls[pid] = f.controls.get(pid, 0) + 1
+                        if run.outcome != "pass":
+                            f.controls_failed.setdefault(pid, []).append(_why(run))
+                        continue
+                    kind = classify(run)
+                    label = v.mutant.label
+                    if kind in ("crashed", "hung"):
+                        label = f"{label}: {_why(run)}"
+                    getattr(f, kind).setdefault(pid, []).append(label)
+                if v.mutant is not None:
+                    done[0] += 1
+                    killers = sorted(p for p, r in mine.items() if r and classify(r) == "killed")
+                    kinds = sorted({classify(r) for r in mine.values() if r is not None})
+                    tag = f"killed by {', '.join(killers)}" if killers else "/".join(kinds)
+                    say(f"[mutation {done[0]}/{total_mutants}] {b.symbol}: "
+                        f"{v.mutant.label}: {tag}")  # fmt: skip
+            bad = sorted(f.controls_failed)
+            ctl = f"{sum(1 for v in b.variants if v.mutant is None)} control(s)"
+            say(f"[mutation] {b.symbol}: {ctl}" + (
+                f", FAILED for {', '.join(bad)}" if bad else ", passed"))  # fmt: skip
         return None
 
-    if jobs and addrs:
+    if batches and addrs:
         clients = {a: connect(a) for a in addrs}
 
         def worker(address: str) -> None:
-            while (job := take(address)) is not None:
+            while (b := take(address)) is not None:
                 retry = None
                 try:
-                    retry = settle(address, job, attempt(clients[address], job))
+                    retry = settle(address, b, attempt(clients[address], b))
                 finally:
                     finish(retry)
 
@@ -349,50 +376,45 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                     left = set(futures)
                     while left:
                         _, left = wait(left, timeout=0.5)
-                    for f in futures:
-                        f.result()
+                    for fut in futures:
+                        fut.result()
                 except BaseException:
-                    with cond:
+                    with lock:
                         cancelled[0] = True
-                        jobs.clear()
-                        cond.notify_all()
-                    for c in clients.values():
-                        c.close()
+                        batches.clear()
+                        lock.notify_all()
                     raise
         finally:
             for c in clients.values():
                 c.close()
-    elif jobs:  # no executor: every mutant is not run
-        for job in jobs:
-            if job.mutant is not None:
-                tally.not_run[job.symbol] = tally.not_run.get(job.symbol, 0) + 1
-    for symbol, info in per_symbol.items():
-        if symbol in results:
-            continue
-        info["not_run"] = tally.not_run.get(symbol, 0)
+    elif batches:  # no executor: every mutant is not run
+        for b in batches:
+            found[b.symbol].not_run += len(made_sets[b.symbol].mutants)
+    for symbol, f in found.items():
+        made = made_sets[symbol]
+        per_symbol[symbol]["not_run"] = f.not_run
         results[symbol] = MutationResult(
-            made=info["made"],
-            sites=info["sites"],
-            candidates=info["made"],  # make_mutants stops at k: the compiling ones it reached
-            skipped=info["skipped"],
-            not_run=info["not_run"],
-            killed=tally.of("killed", symbol),
-            survived=tally.of("survived", symbol),
-            crashed=tally.of("crashed", symbol),
-            hung=tally.of("hung", symbol),
-            controls=dict(tally.controls.get(symbol, {})),
-            controls_failed=tally.of("controls_failed", symbol),
-        )
+            made=len(made.mutants), sites=made.sites, candidates=made.candidates,
+            skipped=made.skipped, not_run=f.not_run, seed=made.seed,
+            killed=_frozen(f.killed), survived=_frozen(f.survived), crashed=_frozen(f.crashed),
+            hung=_frozen(f.hung), controls=dict(f.controls),
+            controls_failed=_frozen(f.controls_failed),
+        )  # fmt: skip
     record = {
         "enabled": True,
         "k": k,
-        "min_mutation_score": min_mutation_score,
-        "controls_required": n_controls,
-        "mutants_run": mutants_run,
+        "min_mutation_score": min_score,
+        "controls_required": controls_n,
+        "mutants_run": total_mutants,
+        "variants_run": total_variants,
         "elapsed_ms": int((time.monotonic() - t0) * 1000),
         "symbols": dict(sorted(per_symbol.items())),
     }
     return MutationRun(results=results, record=record)
+
+
+def _frozen(d: Mapping[str, list[str]]) -> dict[str, tuple[str, ...]]:
+    return {k: tuple(v) for k, v in sorted(d.items())}
 
 
 def _no_outcome(address: str) -> ExecutionResult:
@@ -400,6 +422,14 @@ def _no_outcome(address: str) -> ExecutionResult:
         address=address, lane="mutation", executor_keyid="", observed_fixture_digest="",
         outcomes=(), transport=(), timings={}, sandbox={}, envelope=None, uploaded_bytes=0,
     )  # fmt: skip
+
+
+def suite_times(local: Mapping[str, Stability]) -> dict[str, int]:
+    """Property -> its slowest local suite run (ms): the base of a mutant run's bound."""
+    return {
+        pid: max((r.duration_ms for r in stab.runs if r is not None), default=0)
+        for pid, stab in local.items()
+    }
 
 
 def executed_map(
@@ -429,12 +459,12 @@ def score_with_evidence(
     remote: Mapping[str, Stability],
     sites: Mapping[str, SymbolSite],
     patched: Path,
+    base: Path,
     allow_unmutated: bool,
     envelope: Envelope,
     digest: str,
     fixture_root: str,
     executor_keyring: Keyring | None,
-    patch_sha256: str,
     say: Callable[[str], None],
     untrusted: str = "",
     judge: JudgeMode | None = None,
@@ -470,15 +500,23 @@ def score_with_evidence(
     for row in first.rows:
         if row.credit == 1 and row.property_id in by_id:
             candidates.setdefault(row.symbol, []).append(by_id[row.property_id])
+    mode = judge or JudgeMode(judge=s.judge)
+    if not untrusted and mode.judge == "off":
+        untrusted = (
+            "with --judge off no mutant runs (mutation v2 serves each mutant and control to the "
+            "judge's subject from memory; the single-process run has no subject)"
+        )
     if untrusted:
         say(f"mutation: not run, its evidence would not be trusted: {untrusted}")
         found = {symbol: MutationResult(untrusted=untrusted) for symbol in candidates}
         record = {"enabled": True, "k": s.mutants, **threshold, "mutants_run": 0,
                   "elapsed_ms": 0, "symbols": {}, "untrusted": untrusted}  # fmt: skip
     else:
-        say(f"mutation: up to {s.mutants} mutants for each of {len(candidates)} symbol(s)")
-
-        mode = judge or JudgeMode(judge=s.judge)
+        say(
+            f"mutation: every mutant on the lines the patch wrote, up to {s.mutants} per symbol, "
+            f"for {len(candidates)} symbol(s), with {threshold['controls_required']} hidden "
+            "controls each"
+        )
 
         def connect(address: str) -> MutantClient:
             inner = ExecutorClient(
@@ -487,10 +525,10 @@ def score_with_evidence(
             return TargetedClient(inner, (), mode)
 
         run = run_mutants(
-            candidates=candidates, sites=sites, patched=patched, k=s.mutants,
-            patch_sha256=patch_sha256, addresses=s.executors, connect=connect, envelope=envelope,
-            expected_digest=digest, fixture_root=fixture_root, say=say,
-            concurrency=s.executor_concurrency, min_mutation_score=min_mutation_score,
+            candidates=candidates, sites=sites, suite=suite, suite_ms=suite_times(local),
+            patched=patched, base=base, k=s.mutants, min_score=min_mutation_score,
+            addresses=s.executors, connect=connect, envelope=envelope, expected_digest=digest,
+            fixture_root=fixture_root, say=say, concurrency=s.executor_concurrency,
         )  # fmt: skip
         found, record = dict(run.results), run.record
     # A symbol no property would credit keeps its first reason: the stage did not reach it.
