@@ -464,7 +464,11 @@ class _Check:
             allow_unmutated=pins.config.allow_unmutated, envelope=envelope,
             digest=st.fixture_digest, fixture_root=fixture_root,
             executor_keyring=executor_keyring, patch_sha256=st.patch_sha256, say=self.say,
-            untrusted=steps.introspection(self.ws) if s.mutants > 0 else "",
+            untrusted=(
+                steps.introspection(self.ws, pins, st.symbols, [*suite, *self.held])
+                if s.mutants > 0
+                else {}
+            ),
             judge=steps.judge_mode(s.judge, self.ws.patched_dir, pins.config),
         )  # fmt: skip
         unmutated = s.mutants <= 0 and not pins.config.allow_unmutated

@@ -376,13 +376,14 @@ def score_with_evidence(
     executor_keyring: Keyring | None,
     patch_sha256: str,
     say: Callable[[str], None],
-    untrusted: str = "",
+    untrusted: Mapping[str, str] | None = None,
     judge: JudgeMode | None = None,
 ) -> tuple[CreditReport, dict[str, Any]]:
     """Score with the executed rule, then (``s.mutants`` > 0) run the mutants of every symbol
-    that would earn credit and score again with what they showed. ``untrusted`` (why the patch's
-    code could notice its own mutation, :mod:`client.analysis.mutation.introspection`) runs no
-    mutant: no symbol gets mutation credit and the reason says why.
+    that would earn credit and score again with what they showed. A symbol in ``untrusted``
+    (symbol -> why the patch's code could notice its mutation in that symbol's runs,
+    :func:`client.gate.steps.introspection`) runs no mutant and gets no mutation credit, the reason
+    says why; the others run as usual, and the record keeps the ``untrusted`` map.
 
     Returns the report and the receipt's ``mutation`` entry.
     """
@@ -402,11 +403,17 @@ def score_with_evidence(
     for row in first.rows:
         if row.credit == 1 and row.property_id in by_id:
             candidates.setdefault(row.symbol, []).append(by_id[row.property_id])
-    if untrusted:
-        say(f"mutation: not run, its evidence would not be trusted: {untrusted}")
-        found = {symbol: MutationResult(untrusted=untrusted) for symbol in candidates}
-        record = {"enabled": True, "k": s.mutants, "mutants_run": 0, "elapsed_ms": 0,
-                  "symbols": {}, "untrusted": untrusted}  # fmt: skip
+    distrusted = {sym: why for sym, why in (untrusted or {}).items() if sym in symbols and why}
+    for symbol in sorted(set(candidates) & set(distrusted)):
+        say(f"mutation: {symbol} not run, its evidence would not be trusted: {distrusted[symbol]}")
+    stopped = {
+        sym: MutationResult(untrusted=distrusted[sym]) for sym in candidates if sym in distrusted
+    }
+    candidates = {sym: props for sym, props in candidates.items() if sym not in distrusted}
+    if stopped and not candidates:
+        found: dict[str, MutationResult] = {}
+        record: dict[str, Any] = {"enabled": True, "k": s.mutants, "mutants_run": 0,
+                                  "elapsed_ms": 0, "symbols": {}}  # fmt: skip
     else:
         say(f"mutation: up to {s.mutants} mutants for each of {len(candidates)} symbol(s)")
 
@@ -424,7 +431,10 @@ def score_with_evidence(
             expected_digest=digest, fixture_root=fixture_root, say=say,
             concurrency=s.executor_concurrency,
         )  # fmt: skip
-        found, record = dict(run.results), run.record
+        found, record = dict(run.results), dict(run.record)
+    found.update(stopped)
+    if distrusted:
+        record["untrusted"] = dict(sorted(distrusted.items()))
     # A symbol no property would credit keeps its first reason: the stage did not reach it.
     results = {symbol: found.get(symbol, MutationResult()) for symbol in symbols}
     return scored(results), record
