@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from client.gate.runs.mutation import mutant_tree, run_mutants
+from client.gate.runs.mutation import mutant_tree, run_mutants, score_with_evidence
 from client.gate.runs.targets import SymbolSite, executed_by
+from client.gate.settings import CheckSettings
 from client.verdict.posture import Facts, merge
+from client.verdict.stability import assess_all
 from patchgate.errors import PinError, RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult
 from patchgate.pins import DirSource, PropertyPin, load_config
@@ -177,3 +179,32 @@ def test_a_failure_that_never_reached_the_symbol_is_no_kill(tmp_path: Path) -> N
     assert (m.ran, m.killed) == ({"p.early": 2}, {})
     assert len(m.survivors["p.early"]) == 2
     assert all(x.endswith(": survived") for x in lines if x.startswith("[mutation "))
+
+
+def test_an_untrusted_symbol_runs_no_mutant_and_the_others_run_as_usual(tmp_path: Path) -> None:
+    """``untrusted`` is per symbol (issue 20 item 6): ``m.f`` gets its reason and no mutant; ``m.g``
+    goes to the stage as before (its source is gone, so it reports that, reaching no executor);
+    the record keeps the map."""
+    g_site = SymbolSite("m.g", "gone.py", 1, 2, "g")
+    props = [prop("p.f", ("m.f",)), prop("p.g", ("m.g",))]
+    outcomes = [
+        RunOutcome.make(p.id, i, "pass", "", executed=("m.f", "m.g")) for p in props for i in (1, 2)
+    ]
+    settings = CheckSettings(
+        repo=tmp_path, base="HEAD", patch=tmp_path / "p.diff", draft_id="d", drafter="x",
+        signer="unix:/nonexistent", executors=("unix:/nonexistent",), mutants=3,
+    )  # fmt: skip
+    why = "the patch adds code that can observe its own mutation (m.py:2 attribute .__code__)"
+    lines: list[str] = []
+    report, record = score_with_evidence(
+        settings, symbols=["m.f", "m.g"], suite=props, classes={p.id: "property" for p in props},
+        local=assess_all([p.id for p in props], outcomes), remote={},
+        sites={"m.f": SITE, "m.g": g_site}, patched=_tree(tmp_path), allow_unmutated=False,
+        envelope=None, digest="d", fixture_root="fixtures", executor_keyring=None,  # type: ignore[arg-type]
+        patch_sha256="0" * 64, say=lines.append, untrusted={"m.f": why},
+    )  # fmt: skip
+    assert report.uncredited["m.f"] == f"mutation evidence not trusted: {why}"
+    assert "not trusted" not in report.uncredited["m.g"]
+    assert record["untrusted"] == {"m.f": why}
+    assert set(record["symbols"]) == {"m.g"}
+    assert any(line.startswith("mutation: m.f not run") for line in lines)
