@@ -54,6 +54,11 @@ GUARDS = {
     "os.system": "import os\n\ndef f(x):\n    return os.system(x)\n",
     "methodcaller": "from operator import methodcaller\n\ndef f(x, n):\n"
     "    return methodcaller(n)(x)\n",
+    "getattr as a value": "from functools import reduce\n\ndef f(x, parts):\n"
+    "    return reduce(getattr, parts, x)\n",
+    "a type's __dict__": "def f(g, k):\n    return type(g).__dict__[k].__get__(g)\n",
+    "asyncio subprocess": "import asyncio\n\nasync def f(x):\n"
+    "    return await asyncio.create_subprocess_exec(x)\n",
 }
 
 # What a mutant and a control share under mutation v2 (the files on disk, the environment, argv):
@@ -74,6 +79,8 @@ SHARED = {
     "a closure's cells": "def f(g):\n    return g.__closure__\n",
     "honest reload and system": "import platform\n\ndef f(cfg):\n    cfg.reload()\n"
     "    return platform.system()\n",
+    "an instance's __dict__ and a constant getattr": "def f(o):\n"
+    "    return o.__dict__, getattr(o, 'total', 0)\n",
 }
 
 

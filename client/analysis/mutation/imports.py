@@ -47,7 +47,7 @@ _LOADERS = frozenset({
     "load_module", "SourceFileLoader", "SourcelessFileLoader", "ExtensionFileLoader", "FileFinder",
     "run_path", "run_module", "load_source", "load_compiled", "load_package", "walk_packages",
     "resolve_name", "entry_points", "zipimporter", "path_hooks", "meta_path", "__path__",
-    "ProcessPoolExecutor", "get_code",
+    "ProcessPoolExecutor", "create_subprocess_exec", "create_subprocess_shell", "get_code",
 })  # fmt: skip
 _RUNTIME = frozenset({"eval", "exec", "compile"})
 _SPAWN_MODULES = frozenset(

@@ -24,7 +24,9 @@ marker here:
   namespaces and attribute readers through which a computed name reaches those builtins or a code
   object: ``globals``/``vars``/``locals``, ``__globals__``, ``__builtins__``, ``builtins``,
   ``__getattribute__``, ``__subclasses__``, ``getattr``/``setattr``/``delattr``/``hasattr``/
-  ``attrgetter``/``methodcaller`` with a computed name, a string equal to a marker name;
+  ``attrgetter``/``methodcaller`` with a computed name or passed as a value, a type's
+  ``__dict__`` (``type(f).__dict__``: the code descriptor by a computed key), a string equal to a
+  marker name;
 * **the import system and the loader**: ``__import__``, ``__loader__``/``__spec__`` (the same
   in-memory loader serves mutant and control; it keeps no source after loading, but it is the one
   object that knows which variant it served, so its handle stays a marker), ``sys.modules``/
@@ -34,8 +36,9 @@ marker here:
   ``PathFinder``, ``importlib.reload``, ``runpy``, ``zipimport``, ``imp``: each loads a second copy
   of a module, and a copy loaded from disk is the control beside the mutant;
 * **a fresh interpreter**: ``subprocess``, ``multiprocessing``, ``pty``, ``ProcessPoolExecutor``,
-  ``os.system``/``popen``/``exec*``/``spawn*``/``posix_spawn*``: a child Python imports the files on
-  disk, i.e. the control, so the mutant can compare itself with it.
+  ``asyncio``'s ``create_subprocess_*``, ``os.system``/``popen``/``exec*``/``spawn*``/
+  ``posix_spawn*``: a child Python imports the files on disk, i.e. the control, so the mutant can
+  compare itself with it.
 
 No longer markers (they read what a mutant and a control share): the own file (``open``,
 ``__file__``, ``__cached__``, a string naming a ``.py`` file, ``linecache``,
@@ -47,10 +50,11 @@ and ``signal`` (a handler's frame is read only through the frame markers above) 
 ``__closure__`` hands out cell values, the same for both (reading a nested function's code needs
 ``__code__``). A patch that adds ``os.environ.get("DEBUG")`` keeps its mutation evidence.
 
-This is a deny-list of the direct ways in, not a proof: a descriptor read out of a type's
-``__dict__`` by iteration, or timing, is not caught here (see docs/mutation.md). Where a marker
-counts (only against symbols whose covering properties' runs import its file) is
-:mod:`client.analysis.mutation.imports`. Pure ``ast`` work, no I/O.
+This is a deny-list of the direct ways in, not a proof: a descriptor reached through an object
+that is not visibly a type (``vars`` is a marker, ``mro()[0].__dict__`` is not), or timing, is
+not caught here (see docs/mutation.md). Where a marker counts (only against symbols whose
+covering properties' runs import its file) is :mod:`client.analysis.mutation.imports`. Pure
+``ast`` work, no I/O.
 """
 
 from __future__ import annotations
@@ -82,7 +86,8 @@ _IMPORT_SYSTEM = frozenset({
     "__loader__", "__spec__", "__builtins__", "__globals__", "__subclasses__", "__getattribute__",
     "__import__", "get_code", "get_source", "exec_module", "load_module", "module_from_spec",
     "spec_from_file_location", "spec_from_loader", "SourceFileLoader", "SourcelessFileLoader",
-    "FileFinder", "PathFinder", "ProcessPoolExecutor",
+    "FileFinder", "PathFinder", "ProcessPoolExecutor", "create_subprocess_exec",
+    "create_subprocess_shell",
 })  # fmt: skip
 #: Names and attributes that reach code objects, frames, tracers, or the import system's loaders.
 _NAMES = _CODE | _FRAMES | _TRACING | _IMPORT_SYSTEM
@@ -111,6 +116,11 @@ _MODULE_ATTRS: dict[str, frozenset[str]] = {
 _DYNAMIC_ATTR = frozenset(
     {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 )
+#: Types whose ``__dict__`` holds the descriptors of code, frames and tracebacks.
+_CODE_TYPES = frozenset({
+    "FunctionType", "LambdaType", "MethodType", "CodeType", "FrameType", "GeneratorType",
+    "CoroutineType", "AsyncGeneratorType", "TracebackType",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -128,10 +138,15 @@ def markers_of(source: bytes) -> list[Marker] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     aliases = _module_aliases(tree)
+    called = {
+        id(node.func)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _called(node) in _DYNAMIC_ATTR
+    }
     found = [
         Marker(what, getattr(node, "lineno", 0))
         for node in ast.walk(tree)
-        for what in _marks(node, aliases)
+        for what in _marks(node, aliases, called)
     ]
     return sorted(found, key=lambda m: m.line)  # in source order, for the reason a person reads
 
@@ -147,9 +162,13 @@ def _module_aliases(tree: ast.Module) -> dict[str, str]:
     return out
 
 
-def _marks(node: ast.AST, aliases: dict[str, str]) -> list[str]:
+def _marks(node: ast.AST, aliases: dict[str, str], called: set[int]) -> list[str]:
     if isinstance(node, ast.Name) and (node.id in _NAMES or node.id in _BUILTINS):
         return [f"name {node.id}"]
+    if isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in called:
+        name = node.id if isinstance(node, ast.Name) else node.attr
+        if name in _DYNAMIC_ATTR:  # ``reduce(getattr, parts, f)``: a name no reader sees
+            return [f"{name} used as a value"]
     if isinstance(node, ast.Attribute):
         return _attribute_marks(node, aliases)
     if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -170,6 +189,8 @@ def _attribute_marks(node: ast.Attribute, aliases: dict[str, str]) -> list[str]:
     if node.attr in _NAMES:
         return [f"attribute .{node.attr}"]
     value = node.value
+    if node.attr == "__dict__" and _is_a_type(value):
+        return ["attribute __dict__ of a type"]  # ``type(f).__dict__[k].__get__(f)``
     module = None
     if isinstance(value, ast.Name):
         module = aliases.get(value.id)
@@ -178,6 +199,15 @@ def _attribute_marks(node: ast.Attribute, aliases: dict[str, str]) -> list[str]:
     if module is not None and node.attr in _MODULE_ATTRS[module]:
         return [f"attribute {module}.{node.attr}"]
     return []
+
+
+def _is_a_type(node: ast.expr) -> bool:
+    """``type(x)``, ``x.__class__`` or a code, frame or function type (``types.FunctionType``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id == "type"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__class__" or node.attr in _CODE_TYPES
+    return isinstance(node, ast.Name) and node.id in _CODE_TYPES
 
 
 def _called(call: ast.Call) -> str:
