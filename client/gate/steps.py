@@ -131,56 +131,59 @@ def introspection(
     counted against a symbol only when the file is in the static import closure
     (:mod:`client.analysis.mutation.imports`) of the batch of a property of ``suite`` that covers
     the symbol. At most ``shown`` markers are named per symbol."""
-    marked: dict[str, list[str]] = {}
-    for change in ws.changes():
-        if not change.path.endswith(".py"):
-            continue
-        patched = ws.read_patched(change.path)
-        if patched is None:
-            continue
-        added = introspection_added(ws.read_base(change.path), patched)
-        if added:
-            marked[change.path] = [f"{change.path}:{m.line} {m.what}" for m in added]
+    marked = _added_markers(ws)
     if not marked:
         return {}
     graph = ImportGraph(layout_of(ws.base_dir, pins), ws.base_dir, ws.patched_dir)
     allowed = pins.fixtures.allowed_commands
-    batch_of = {
-        pid: group.ids
-        for group in group_properties([(p.id, p.command) for p in suite], allowed)
-        for pid in group.ids
-    }
+    groups = group_properties([(p.id, p.command) for p in suite], allowed)
+    batch_of = {pid: group.ids for group in groups for pid in group.ids}
     command = {p.id: p.command for p in suite}
     closures: dict[tuple[str, ...], Closure] = {}
     out: dict[str, str] = {}
     for symbol in symbols:
         found: dict[str, None] = {}
         via: list[str] = []
-        for prop in suite:
-            if not covering(prop, [symbol]):
-                continue
+        for prop in (p for p in suite if covering(p, [symbol])):
             batch = batch_of[prop.id]
             if batch not in closures:
                 closures[batch] = graph.closure([command[pid] for pid in batch], allowed)
             closure = closures[batch]
-            hits = [path for path in marked if closure.reaches(path)]
+            hits = [
+                line for path, lines in marked.items() if closure.reaches(path) for line in lines
+            ]
             if hits:
-                via.append(
-                    prop.id + (f" (may import any file: {closure.open})" if closure.open else "")
-                )
-            found.update(dict.fromkeys(line for path in hits for line in marked[path]))
+                why = f" (may import any file: {closure.open})" if closure.open else ""
+                via.append(prop.id + why)
+                found.update(dict.fromkeys(hits))
         if found:
-            lines = list(found)
-            more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
-            out[symbol] = (
-                "the patch adds code that can observe its own mutation, in files the runs of "
-                + ", ".join(via)
-                + " import ("
-                + "; ".join(lines[:shown])
-                + more
-                + ")"
-            )
+            out[symbol] = _untrusted_reason(via, list(found), shown)
     return out
+
+
+def _added_markers(ws: Workspace) -> dict[str, list[str]]:
+    """Changed ``.py`` path -> ``path:line marker`` of each marker it has beyond its base."""
+    marked: dict[str, list[str]] = {}
+    for change in ws.changes():
+        patched = ws.read_patched(change.path) if change.path.endswith(".py") else None
+        if patched is None:
+            continue
+        added = introspection_added(ws.read_base(change.path), patched)
+        if added:
+            marked[change.path] = [f"{change.path}:{m.line} {m.what}" for m in added]
+    return marked
+
+
+def _untrusted_reason(via: Sequence[str], lines: Sequence[str], shown: int) -> str:
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return (
+        "the patch adds code that can observe its own mutation, in files the runs of "
+        + ", ".join(via)
+        + " import ("
+        + "; ".join(lines[:shown])
+        + more
+        + ")"
+    )
 
 
 def classify(root: Path, properties: Sequence[PropertyPin]) -> dict[str, AssertionReport]:
