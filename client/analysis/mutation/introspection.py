@@ -166,23 +166,31 @@ def _marks(node: ast.AST, aliases: dict[str, str], called: set[int]) -> list[str
     if isinstance(node, ast.Name) and (node.id in _NAMES or node.id in _BUILTINS):
         return [f"name {node.id}"]
     if isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in called:
-        name = node.id if isinstance(node, ast.Name) else node.attr
-        if name in _DYNAMIC_ATTR:  # ``reduce(getattr, parts, f)``: a name no reader sees
-            return [f"{name} used as a value"]
+        word = node.id if isinstance(node, ast.Name) else node.attr
+        if word in _DYNAMIC_ATTR:  # ``reduce(getattr, parts, f)``: a name no reader sees
+            return [f"{word} used as a value"]
     if isinstance(node, ast.Attribute):
         return _attribute_marks(node, aliases)
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return _import_marks(node)
     if isinstance(node, ast.Call) and _called(node) in _DYNAMIC_ATTR:
-        name = node.args[1] if len(node.args) > 1 else (node.args[0] if node.args else None)
-        if _called(node) == "methodcaller":
-            name = node.args[0] if node.args else None
-        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-            return [f"call {_called(node)} with a computed name"]
-        return []
+        return _dynamic_attr_marks(node)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return _string_marks(node.value)
     return []
+
+
+def _dynamic_attr_marks(call: ast.Call) -> list[str]:
+    """``getattr(x, name)``, ``attrgetter(name)``, ``methodcaller(name)``: a marker unless the
+    name is a string constant (a constant that is a marker name is one as a string)."""
+    args = call.args
+    if _called(call) == "methodcaller" or len(args) < 2:
+        name = args[0] if args else None
+    else:
+        name = args[1]
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return []
+    return [f"call {_called(call)} with a computed name"]
 
 
 def _attribute_marks(node: ast.Attribute, aliases: dict[str, str]) -> list[str]:
