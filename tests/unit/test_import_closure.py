@@ -148,6 +148,16 @@ def test_a_file_of_the_closure_that_does_not_parse_reaches_every_file(tmp_path: 
     assert closure.open == "src/other/m.py does not parse"
 
 
+def test_a_module_reached_through_a_linked_directory_reaches_every_file(tmp_path: Path) -> None:
+    """Its own path would not be the path of the file a marker is counted in."""
+    base, patched = _trees(tmp_path, {"tests/test_m.py": "from other.linked import x\n"})
+    (patched / "src/other/linked").symlink_to(patched / "src/pkg/sub", target_is_directory=True)
+    (patched / "src/pkg/sub/x.py").write_text("X = 1\n", encoding="utf-8")
+    closure = ImportGraph(LAYOUT, base, patched).closure([("pytest", "tests/test_m.py")], ALLOWED)
+    assert "a link or reached through one" in closure.open
+    assert closure.reaches("src/pkg/sub/x.py")
+
+
 # -- per symbol, through the gate's step ------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ them under another name or not called, a loader (``spec_from_file_location``,
 ``module_from_spec``, ``exec_module``, ``SourceFileLoader``, ``runpy``, ``entry_points``,
 ``walk_packages``, …), ``eval``/``exec``/``compile``, ``sys.path``/``meta_path``/``path_hooks`` or a
 package's ``__path__``, a fresh interpreter (``subprocess``, ``multiprocessing``, ``os.system``, …);
-and when a file of it does not parse or is a link, a node id names no file of the base tree, or a
+and when a file of it does not parse or is (or is reached through) a link, a node id names no file of the base tree, or a
 command names no node id at all. No file is imported or executed.
 """
 
@@ -177,8 +177,8 @@ class ImportGraph:
         imports: list[_Import] = []
         for tree in self._trees:
             path = tree / rel
-            if path.is_symlink():
-                return f"{rel} is a link"
+            if path.is_symlink() or path.resolve() != tree.resolve() / rel:
+                return f"{rel} is a link or reached through one"
             if not path.exists():
                 continue
             if not path.is_file():
