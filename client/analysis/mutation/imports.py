@@ -24,8 +24,8 @@ them under another name or not called, a loader (``spec_from_file_location``,
 ``module_from_spec``, ``exec_module``, ``SourceFileLoader``, ``runpy``, ``entry_points``,
 ``walk_packages``, …), ``eval``/``exec``/``compile``, ``sys.path``/``meta_path``/``path_hooks`` or a
 package's ``__path__``, a fresh interpreter (``subprocess``, ``multiprocessing``, ``os.system``, …);
-and when a file of it does not parse or is (or is reached through) a link, a node id names no file of the base tree, or a
-command names no node id at all. No file is imported or executed.
+and when a file of it does not parse or is (or is reached through) a link, a node id names no
+file of the trees, or a command names no node id at all. No file is imported or executed.
 """
 
 from __future__ import annotations
