@@ -465,7 +465,11 @@ class _Check:
             min_mutation_score=pins.config.min_mutation_score,
             digest=st.fixture_digest, fixture_root=fixture_root,
             executor_keyring=executor_keyring, say=self.say,
-            untrusted=steps.introspection(self.ws) if s.mutants > 0 else "",
+            untrusted=(
+                steps.introspection(self.ws, pins, st.symbols, [*suite, *self.held])
+                if s.mutants > 0
+                else {}
+            ),
             judge=steps.judge_mode(s.judge, self.ws.patched_dir, pins.config),
         )  # fmt: skip
         unmutated = s.mutants <= 0 and not pins.config.allow_unmutated

@@ -19,6 +19,7 @@ from client.analysis.classify.assertions import (
     file_citations,
     flake_ids_in,
 )
+from client.analysis.mutation.imports import Closure, ImportGraph
 from client.analysis.mutation.introspection import introspection_added
 from client.analysis.patch.covers import base_names, resolve_covers
 from client.analysis.patch.roles import layout_of
@@ -29,11 +30,13 @@ from client.gate.runs.judging import JudgeMode, production_names
 from client.gate.runs.targets import Target, targeted_connect
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
+from client.verdict.admission import covering
 from client.verdict.citations import Citation, check_citations
 from client.verdict.codes import unreachable_words
 from client.verdict.flakes import FlakeObservation
 from client.verdict.stability import Stability, freeze_proposal
 from patchgate.atomicfile import atomic_write_json
+from patchgate.batching import group_properties
 from patchgate.digest import Manifest, hash_files, scan_fixture_tree
 from patchgate.envelope import Envelope
 from patchgate.errors import (
@@ -115,25 +118,69 @@ def resolve_pins(ws: Workspace, pins: PinSet) -> PinSet:
     return dataclasses.replace(pins, properties=properties)
 
 
-def introspection(ws: Workspace, *, shown: int = 5) -> str:
-    """Why the patch's code could notice its own mutation ("" when it adds no such code): the
-    markers (:mod:`client.analysis.mutation.introspection`) each changed ``.py`` file has beyond
-    its base."""
-    found: list[str] = []
+def introspection(
+    ws: Workspace,
+    pins: PinSet,
+    symbols: Sequence[str],
+    suite: Sequence[PropertyPin],
+    *,
+    shown: int = 5,
+) -> dict[str, str]:
+    """Changed symbol -> why its mutation evidence is not trusted (absent when it is): the markers
+    (:mod:`client.analysis.mutation.introspection`) each changed ``.py`` file has beyond its base,
+    counted against a symbol only when the file is in the static import closure
+    (:mod:`client.analysis.mutation.imports`) of the batch of a property of ``suite`` that covers
+    the symbol. At most ``shown`` markers are named per symbol."""
+    marked = _added_markers(ws)
+    if not marked:
+        return {}
+    graph = ImportGraph(layout_of(ws.base_dir, pins), ws.base_dir, ws.patched_dir)
+    allowed = pins.fixtures.allowed_commands
+    groups = group_properties([(p.id, p.command) for p in suite], allowed)
+    batch_of = {pid: group.ids for group in groups for pid in group.ids}
+    command = {p.id: p.command for p in suite}
+    closures: dict[tuple[str, ...], Closure] = {}
+    out: dict[str, str] = {}
+    for symbol in symbols:
+        found: dict[str, None] = {}
+        via: list[str] = []
+        for prop in (p for p in suite if covering(p, [symbol])):
+            batch = batch_of[prop.id]
+            if batch not in closures:
+                closures[batch] = graph.closure([command[pid] for pid in batch], allowed)
+            closure = closures[batch]
+            hits = [
+                line for path, lines in marked.items() if closure.reaches(path) for line in lines
+            ]
+            if hits:
+                why = f" (may import any file: {closure.open})" if closure.open else ""
+                via.append(prop.id + why)
+                found.update(dict.fromkeys(hits))
+        if found:
+            out[symbol] = _untrusted_reason(via, list(found), shown)
+    return out
+
+
+def _added_markers(ws: Workspace) -> dict[str, list[str]]:
+    """Changed ``.py`` path -> ``path:line marker`` of each marker it has beyond its base."""
+    marked: dict[str, list[str]] = {}
     for change in ws.changes():
-        if not change.path.endswith(".py"):
-            continue
-        patched = ws.read_patched(change.path)
+        patched = ws.read_patched(change.path) if change.path.endswith(".py") else None
         if patched is None:
             continue
         added = introspection_added(ws.read_base(change.path), patched)
-        found.extend(f"{change.path}:{m.line} {m.what}" for m in added)
-    if not found:
-        return ""
-    more = f" and {len(found) - shown} more" if len(found) > shown else ""
+        if added:
+            marked[change.path] = [f"{change.path}:{m.line} {m.what}" for m in added]
+    return marked
+
+
+def _untrusted_reason(via: Sequence[str], lines: Sequence[str], shown: int) -> str:
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
     return (
-        "the patch adds code that can observe its own mutation ("
-        + "; ".join(found[:shown])
+        "the patch adds code that can observe its own mutation, in files the runs of "
+        + ", ".join(via)
+        + " import ("
+        + "; ".join(lines[:shown])
         + more
         + ")"
     )

@@ -232,7 +232,14 @@ def _evidence_problems(r: Receipt) -> list[str]:
             out.append(f"{symbol}: credited, but no covering property killed a mutant of it")
         elif mutated and threshold is not None:
             out.extend(_v2_credit_problems(symbol, shown, *threshold))
-    if r.mutation.get("untrusted") and any(r.credits.values()):
+    untrusted = r.mutation.get("untrusted")
+    if isinstance(untrusted, dict):  # symbol -> why its mutation evidence was not trusted
+        out.extend(
+            f"{symbol}: credit given although its mutation evidence was not trusted"
+            for symbol, credit in sorted(r.credits.items())
+            if credit and untrusted.get(symbol)
+        )
+    elif untrusted and any(r.credits.values()):  # an older receipt: one reason for every symbol
         out.append("credit given although the mutation evidence was not trusted")
     if mutated is False and r.admit and not r.mutation.get("allow_unmutated"):
         out.append("admit is true with the mutation stage off and allow_unmutated not set")

@@ -21,7 +21,7 @@ from client.gate.runs.mutation import (
 from client.gate.runs.targets import SymbolSite, executed_by
 from client.gate.settings import CheckSettings
 from client.verdict.posture import Facts, merge
-from client.verdict.stability import assess
+from client.verdict.stability import assess, assess_all
 from patchgate.digest import Manifest
 from patchgate.envelope import PAYLOAD_TYPE, Envelope, fixture_statement
 from patchgate.errors import PinError, RefusedError, TransportError
@@ -338,6 +338,7 @@ def _settings(mutants: int) -> CheckSettings:
 
 
 def _with_evidence(tmp_path: Path, mutants: int, min_score: float, untrusted: str = ""):  # type: ignore[no-untyped-def]
+    """score_with_evidence of one symbol; ``untrusted``: its reason, when not trusted."""
     local = {
         "p.strong": assess("p.strong", [run("p.strong", 1, "pass"), run("p.strong", 2, "pass")])
     }
@@ -345,8 +346,9 @@ def _with_evidence(tmp_path: Path, mutants: int, min_score: float, untrusted: st
         _settings(mutants), symbols=["m.f"], suite=[STRONG], classes={"p.strong": "property"},
         local=local, remote={}, sites={"m.f": SITE}, patched=_trees(tmp_path)[0],
         base=tmp_path / "base",
-        allow_unmutated=False, envelope=None, digest="d", fixture_root="fixtures",  # type: ignore[arg-type]
-        executor_keyring=None, say=lambda _m: None, untrusted=untrusted,
+        allow_unmutated=False, envelope=_envelope(), digest="d", fixture_root="fixtures",
+        executor_keyring=None, say=lambda _m: None,
+        untrusted={"m.f": untrusted} if untrusted else None,
         min_mutation_score=min_score,
     )  # fmt: skip
 
@@ -362,3 +364,33 @@ def test_the_mutation_entry_records_the_threshold_whether_or_not_the_stage_ran(
     report, untrusted = _with_evidence(tmp_path / "b", 4, 0.1, untrusted="m.py:1 name __file__")
     assert (untrusted["min_mutation_score"], untrusted["controls_required"]) == (0.1, 44)
     assert report.credits == {"m.f": 0}
+
+
+def test_an_untrusted_symbol_runs_no_mutant_and_the_others_run_as_usual(tmp_path: Path) -> None:
+    """``untrusted`` is per symbol (issue 20 item 6): ``m.f`` gets its reason and no mutant; ``m.g``
+    goes to the stage as before (its source is gone, so it reports that, reaching no executor);
+    the record keeps the map."""
+    g_site = SymbolSite("m.g", "gone.py", 1, 2, "g")
+    props = [prop("p.f", ("m.f",)), prop("p.g", ("m.g",))]
+    outcomes = [
+        RunOutcome.make(p.id, i, "pass", "", executed=("m.f", "m.g")) for p in props for i in (1, 2)
+    ]
+    settings = CheckSettings(
+        repo=tmp_path, base="HEAD", patch=tmp_path / "p.diff", draft_id="d", drafter="x",
+        signer="unix:/nonexistent", executors=("unix:/nonexistent",), mutants=3,
+    )  # fmt: skip
+    why = "the patch adds code that can observe its own mutation (m.py:2 attribute .__code__)"
+    lines: list[str] = []
+    report, record = score_with_evidence(
+        settings, symbols=["m.f", "m.g"], suite=props, classes={p.id: "property" for p in props},
+        local=assess_all([p.id for p in props], outcomes), remote={},
+        sites={"m.f": SITE, "m.g": g_site}, patched=_trees(tmp_path)[0], base=tmp_path / "base",
+        allow_unmutated=False,
+        envelope=_envelope(), digest="d", fixture_root="fixtures", executor_keyring=None,
+        say=lines.append, untrusted={"m.f": why},
+    )  # fmt: skip
+    assert report.uncredited["m.f"] == f"mutation evidence not trusted: {why}"
+    assert "not trusted" not in report.uncredited["m.g"]
+    assert record["untrusted"] == {"m.f": why}
+    assert set(record["symbols"]) == {"m.g"}
+    assert any(line.startswith("mutation: m.f not run") for line in lines)

@@ -234,8 +234,26 @@ def test_an_admitted_check_without_mutants_needs_allow_unmutated() -> None:
     assert any("mutation stage off" in p for p in problems), problems
 
 
+def test_a_credit_of_a_symbol_whose_mutation_evidence_was_not_trusted_is_a_contradiction() -> None:
+    """``mutation.untrusted`` maps a symbol to why no mutant of it counted: its credit was not
+    earned; a credit of a symbol the map does not name stands."""
+    why = "the patch adds code that can observe its own mutation (m.py:2 attribute .__code__)"
+    credited = {"billing.prorate": {"p.a": _EXECUTED_KILLED}}
+    named = _consistent(
+        evidence=credited, mutation={**_MUTATED, "untrusted": {"billing.prorate": why}}
+    )
+    assert receipt_problems(named) == [
+        "billing.prorate: credit given although its mutation evidence was not trusted"
+    ]
+    other = _consistent(
+        evidence=credited, mutation={**_MUTATED, "untrusted": {"billing.invoice_total": why}}
+    )
+    assert receipt_problems(other) == []
+
+
 def test_a_credit_beside_untrusted_mutation_evidence_is_a_contradiction() -> None:
-    """``mutation.untrusted`` says no mutant counted: a credit beside it was not earned."""
+    """An older receipt's ``mutation.untrusted`` (one sentence) says no mutant counted: a credit
+    beside it was not earned."""
     receipt = _consistent(
         evidence={"billing.prorate": {"p.a": _EXECUTED_KILLED}},
         mutation={**_MUTATED, "untrusted": "the patch adds code that can observe its own mutation"},

@@ -57,6 +57,10 @@ from patchgate.pins import PropertyPin
 from patchgate.results import RunOutcome
 
 MAX_ATTEMPTS = 2
+JUDGE_OFF = (
+    "with --judge off no mutant runs (mutation v2 serves each mutant and control to the judge's "
+    "subject from memory; the single-process run has no subject)"
+)
 MIN_BOUND_MS = 1000
 BOUND_FACTOR = 5
 
@@ -466,14 +470,15 @@ def score_with_evidence(
     fixture_root: str,
     executor_keyring: Keyring | None,
     say: Callable[[str], None],
-    untrusted: str = "",
+    untrusted: Mapping[str, str] | None = None,
     judge: JudgeMode | None = None,
     min_mutation_score: float = 0.5,
 ) -> tuple[CreditReport, dict[str, Any]]:
     """Score with the executed rule, then (``s.mutants`` > 0) run the mutants of every symbol
-    that would earn credit and score again with what they showed. ``untrusted`` (why the patch's
-    code could notice its own mutation, :mod:`client.analysis.mutation.introspection`) runs no
-    mutant: no symbol gets mutation credit and the reason says why.
+    that would earn credit and score again with what they showed. A symbol in ``untrusted``
+    (symbol -> why the patch's code could notice its mutation in that symbol's runs,
+    :func:`client.gate.steps.introspection`) runs no mutant and gets no mutation credit, the reason
+    says why; the others run as usual, and the record keeps the ``untrusted`` map.
 
     ``min_mutation_score``: the base configuration's threshold (credit and the controls each
     property runs). Returns the report and the receipt's ``mutation`` entry, which records the
@@ -501,16 +506,19 @@ def score_with_evidence(
         if row.credit == 1 and row.property_id in by_id:
             candidates.setdefault(row.symbol, []).append(by_id[row.property_id])
     mode = judge or JudgeMode(judge=s.judge)
-    if not untrusted and mode.judge == "off":
-        untrusted = (
-            "with --judge off no mutant runs (mutation v2 serves each mutant and control to the "
-            "judge's subject from memory; the single-process run has no subject)"
-        )
-    if untrusted:
-        say(f"mutation: not run, its evidence would not be trusted: {untrusted}")
-        found = {symbol: MutationResult(untrusted=untrusted) for symbol in candidates}
-        record = {"enabled": True, "k": s.mutants, **threshold, "mutants_run": 0,
-                  "elapsed_ms": 0, "symbols": {}, "untrusted": untrusted}  # fmt: skip
+    distrusted = {sym: why for sym, why in (untrusted or {}).items() if sym in symbols and why}
+    if mode.judge == "off":
+        distrusted = {sym: JUDGE_OFF for sym in candidates} | distrusted
+    for symbol in sorted(set(candidates) & set(distrusted)):
+        say(f"mutation: {symbol} not run, its evidence would not be trusted: {distrusted[symbol]}")
+    stopped = {
+        sym: MutationResult(untrusted=distrusted[sym]) for sym in candidates if sym in distrusted
+    }
+    candidates = {sym: props for sym, props in candidates.items() if sym not in distrusted}
+    if stopped and not candidates:
+        found: dict[str, MutationResult] = {}
+        record: dict[str, Any] = {"enabled": True, "k": s.mutants, **threshold, "mutants_run": 0,
+                                  "elapsed_ms": 0, "symbols": {}}  # fmt: skip
     else:
         say(
             f"mutation: every mutant on the lines the patch wrote, up to {s.mutants} per symbol, "
@@ -530,7 +538,10 @@ def score_with_evidence(
             addresses=s.executors, connect=connect, envelope=envelope, expected_digest=digest,
             fixture_root=fixture_root, say=say, concurrency=s.executor_concurrency,
         )  # fmt: skip
-        found, record = dict(run.results), run.record
+        found, record = dict(run.results), dict(run.record)
+    found.update(stopped)
+    if distrusted:
+        record["untrusted"] = dict(sorted(distrusted.items()))
     # A symbol no property would credit keeps its first reason: the stage did not reach it.
     results = {symbol: found.get(symbol, MutationResult()) for symbol in symbols}
     return scored(results), record
