@@ -70,9 +70,10 @@ def test_a_strong_property_kills_mutants_and_credits(gate: Gate, billing_repo: B
         assert e["mutants"] == e["scored"] + len(e["crashed"]) + len(e["hung"])
         assert all(" at line " in s for s in e["survivors"])
         assert (e["controls"], e["controls_failed"]) == (mutation["controls_required"], [])
-    lines = [x for x in run.stderr.splitlines() if "[mutation " in x]
-    assert sum(": control: " not in x for x in lines) == 4  # one progress line per mutant
-    assert sum(": control: " in x for x in lines) == mutation["controls_required"] == 7
+    lines = [x for x in run.stderr.splitlines() if x.startswith("[mutation ")]
+    assert len(lines) == 4  # one progress line per mutant
+    assert mutation["controls_required"] == 7
+    assert "billing.prorate: 7 control(s), passed" in run.stderr  # one for the batch's controls
     verified = gate.verify(run.out / "receipt.json", billing_repo)
     assert verified.code == 0, verified.stdout + verified.stderr
 
@@ -128,14 +129,15 @@ def test_mutants_0_is_not_admitted_unless_the_base_allows_it(
     run = gate.check(billing_repo, "prorate_refactor.patch", "--mutants", "0")
     r = run.receipt
     assert run.code == 1, run.stdout + run.stderr
-    assert r["mutation"] == {"enabled": False, "allow_unmutated": False}
+    off = {"enabled": False, "min_mutation_score": 0.5, "controls_required": 7}
+    assert r["mutation"] == {**off, "allow_unmutated": False}
     assert (r["coverage"], r["posture"], r["admit"]) == (1.0, "reject_credit", False)
     assert "--mutants 0" in run.stdout + run.stderr
     _allow_unmutated(billing_repo)
     run = gate.check(billing_repo, "prorate_refactor.patch", "--mutants", "0")
     r = run.receipt
     assert run.code == 0, run.stdout + run.stderr
-    assert r["mutation"] == {"enabled": False, "allow_unmutated": True}
+    assert r["mutation"] == {**off, "allow_unmutated": True}
     assert (r["posture"], r["admit"]) == ("human_review", True)
     assert "[mutation " not in run.stderr
 

@@ -165,31 +165,34 @@ def test_a_guard_that_tells_the_mutation_stage_from_the_suite_trips_a_control(
     mutants late in the batch, and the controls there fail too, which voids the evidence. No
     introspection marker at all; its control is the strong test above (the same patch, no guard)."""
     body = (
+        "    import os\n"
+        "\n"
         "    used = max(0, min(used_days, period_days))\n"
         "    share = amount * used / period_days\n"
         "    if os.getpid() > 12:\n"
         "        share = -share - 1\n"
         "    return share.quantize(CENT, ROUND_HALF_EVEN)\n"
     )
-    text = _refactored(billing_repo, body).replace(
-        "from dataclasses import dataclass\n", "import os\nfrom dataclasses import dataclass\n", 1
-    )
+    text = _refactored(billing_repo, body)
     patch = _patch_of(billing_repo, "billing/__init__.py", text, tmp_path / "guard.patch")
     run = gate.check(billing_repo, patch, *ALL)
     r = run.receipt
     assert run.file("property_ledger.json")["status_by_id"]["billing.prorate.exact"] == "pass"
     assert r["credits"] == {"billing.prorate": 0}, r["uncredited"]
-    assert "mutation control failed" in r["uncredited"]["billing.prorate"], r["uncredited"]
-    assert _evidence(run, "billing.prorate.exact")["controls_failed"], r["evidence"]
+    exact = _evidence(run, "billing.prorate.exact")
+    assert exact["controls_failed"], exact  # the controls late in the batch failed too
+    assert exact["killed"] >= 1, exact  # the guard's "kills": voided with the rest
+    reason = r["uncredited"]["billing.prorate"]
+    assert "billing.prorate.exact: mutation control failed" in reason, reason
     assert (run.code, r["admit"]) == (1, False), run.stdout + run.stderr
 
 
 def test_a_mutant_that_never_ends_is_hung_never_a_kill(
     gate: Gate, billing_repo: BillingRepo, tmp_path: Path
 ) -> None:
-    """A loop the patch wrote: its arithmetic swap and its negated condition never end. They
-    are ended by the supervisor at the mutant bound and listed as hung; the property still
-    earns credit from its real kills."""
+    """A loop the patch wrote: its arithmetic swap and its constant made 0 never end. They are
+    ended by the supervisor at the mutant bound and listed as hung; the property still earns
+    credit from its real kills."""
     body = (
         "    used = used_days\n"
         "    while used > period_days:\n"
@@ -199,11 +202,12 @@ def test_a_mutant_that_never_ends_is_hung_never_a_kill(
     )
     text = _refactored(billing_repo, body)
     patch = _patch_of(billing_repo, "billing/__init__.py", text, tmp_path / "loop.patch")
-    run = gate.check(billing_repo, patch, *ALL)
+    run = gate.check(billing_repo, patch, "--mutants", "50")  # more than 16 sites: all of them
     exact = _evidence(run, "billing.prorate.exact")
+    assert "seed" not in exact, exact
     hung = " ".join(exact["hung"])
-    assert "arith at line 41" in hung, exact
-    assert "negate at line 40" in hung, exact
+    assert "arith at line 41" in hung, exact  # used += 1: never reaches the period
+    assert "constant-1 at line 41" in hung, exact  # used -= 0
     assert exact["killed"] >= 1, exact
     assert exact["score"] >= run.receipt["mutation"]["min_mutation_score"], exact
     assert run.receipt["credits"] == {"billing.prorate": 1}, run.receipt["uncredited"]

@@ -140,6 +140,8 @@ def test_one_batch_of_every_mutant_and_the_controls_kills_by_the_predicate(tmp_p
     assert (len(m.killed["p.strong"]), "p.weak" in m.killed) == (made, False)
     assert len(m.survived["p.weak"]) == made
     assert all(" at line " in s for s in m.survived["p.weak"])
+    lines_of = [int(x.rsplit(" at line ", 1)[1]) for x in m.survived["p.weak"]]
+    assert lines_of == sorted(lines_of)  # source order in the receipt, whatever the batch's order
     assert m.controls == {"p.strong": 7, "p.weak": 7}
     assert m.controls_failed == {}
     assert m.seed is None  # under the cap: no sample, no randomness in what runs

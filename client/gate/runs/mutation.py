@@ -418,7 +418,15 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
 
 
 def _frozen(d: Mapping[str, list[str]]) -> dict[str, tuple[str, ...]]:
-    return {k: tuple(v) for k, v in sorted(d.items())}
+    """Per property, its labels in source order (line, then text): the batch's order is random,
+    the receipt's is not."""
+    return {k: tuple(sorted(v, key=_source_order)) for k, v in sorted(d.items())}
+
+
+def _source_order(label: str) -> tuple[int, str]:
+    at = label.find(" at line ")
+    digits = label[at + 9 :].split(":", 1)[0].split(" ", 1)[0] if at >= 0 else ""
+    return (int(digits) if digits.isdigit() else 0, label)
 
 
 def _no_outcome(address: str) -> ExecutionResult:
