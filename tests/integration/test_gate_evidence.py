@@ -72,8 +72,9 @@ def test_a_strong_property_kills_mutants_and_credits(gate: Gate, billing_repo: B
         assert (e["controls"], e["controls_failed"]) == (mutation["controls_required"], [])
     lines = [x for x in run.stderr.splitlines() if x.startswith("[mutation ")]
     assert len(lines) == 4  # one progress line per mutant
-    assert mutation["controls_required"] == 7
-    assert "billing.prorate: 7 control(s), passed" in run.stderr  # one for the batch's controls
+    # the example's base asks min_mutation_score = 0.9: 2 controls (7 at the default 0.5)
+    assert (mutation["min_mutation_score"], mutation["controls_required"]) == (0.9, 2)
+    assert "billing.prorate: 2 control(s), passed" in run.stderr  # one for the batch's controls
     verified = gate.verify(run.out / "receipt.json", billing_repo)
     assert verified.code == 0, verified.stdout + verified.stderr
 
@@ -129,7 +130,7 @@ def test_mutants_0_is_not_admitted_unless_the_base_allows_it(
     run = gate.check(billing_repo, "prorate_refactor.patch", "--mutants", "0")
     r = run.receipt
     assert run.code == 1, run.stdout + run.stderr
-    off = {"enabled": False, "min_mutation_score": 0.5, "controls_required": 7}
+    off = {"enabled": False, "min_mutation_score": 0.9, "controls_required": 2}
     assert r["mutation"] == {**off, "allow_unmutated": False}
     assert (r["coverage"], r["posture"], r["admit"]) == (1.0, "reject_credit", False)
     assert "--mutants 0" in run.stdout + run.stderr

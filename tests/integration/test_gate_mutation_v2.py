@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.integration.fixtures_gate import PATCHES, BillingRepo, Gate, GateRun
-from tests.integration.test_gate_vacuous import PYTEST, TEST_FILE, _base_commit
+from tests.integration.test_gate_vacuous import PYTEST, TEST_FILE, _base_commit, _git
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -78,6 +78,17 @@ def _refactored(repo: BillingRepo, body: str) -> str:
     return text.replace(old, body)
 
 
+def _threshold(repo: BillingRepo, value: str) -> None:
+    """A person's base commit: the example's min_mutation_score set to ``value``."""
+    pyproject = repo.path / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(
+        text.replace("min_mutation_score = 0.9\n", f"min_mutation_score = {value}\n"),
+        encoding="utf-8",
+    )
+    _git(repo.path, "commit", "-qam", f"min_mutation_score {value}")
+
+
 def _evidence(run: GateRun, pid: str) -> dict[str, Any]:
     shown: dict[str, Any] = run.receipt["evidence"]["billing.prorate"][pid]
     return shown
@@ -87,7 +98,8 @@ def test_a_strong_property_earns_credit_on_the_lines_the_patch_wrote(
     gate: Gate, billing_repo: BillingRepo
 ) -> None:
     """Control of every weak case below: the example's exact property kills six of the eight
-    changed-line mutants, the two that crash are listed and not scored; seven controls passed."""
+    changed-line mutants, the two that crash are listed and not scored; the controls the
+    example's min_mutation_score (0.9) asks for passed."""
     run = gate.check(billing_repo, "prorate_refactor.patch", *ALL)
     r = run.receipt
     assert run.code == 0, run.stdout + run.stderr
@@ -96,7 +108,7 @@ def test_a_strong_property_earns_credit_on_the_lines_the_patch_wrote(
     assert (exact["killed"], exact["scored"], exact["score"]) == (6, 6, 1.0), exact
     assert exact["survivors"] == []
     assert len(exact["crashed"]) == 2, exact  # `pass` on an assignment: a NameError of the subject
-    assert exact["controls"] >= 7, exact
+    assert exact["controls"] == r["mutation"]["controls_required"] == 2, exact  # 0.9: two
     assert exact["controls_failed"] == [], exact
     assert "seed" not in exact  # eight candidates under a cap of 16: no sample, no randomness
     labels = [*exact["crashed"], *exact["survivors"]]
@@ -161,7 +173,8 @@ def test_a_guard_that_tells_the_mutation_stage_from_the_suite_trips_a_control(
     gate: Gate, billing_repo: BillingRepo, tmp_path: Path
 ) -> None:
     """A patch whose code misbehaves only when it is not the first subject of its sandbox (the
-    pid grows with every variant of a batch; each suite run is a fresh sandbox): it "kills"
+    pid grows with every variant of a batch; each suite run is a fresh sandbox): at the default
+    threshold (7 controls) it "kills"
     mutants late in the batch, and the controls there fail too, which voids the evidence. No
     introspection marker at all; its control is the strong test above (the same patch, no guard)."""
     body = (
@@ -174,6 +187,7 @@ def test_a_guard_that_tells_the_mutation_stage_from_the_suite_trips_a_control(
         "    return share.quantize(CENT, ROUND_HALF_EVEN)\n"
     )
     text = _refactored(billing_repo, body)
+    _threshold(billing_repo, "0.5")  # 7 controls: one lands past the guard's line for sure
     patch = _patch_of(billing_repo, "billing/__init__.py", text, tmp_path / "guard.patch")
     run = gate.check(billing_repo, patch, *ALL)
     r = run.receipt

@@ -18,7 +18,7 @@ def test_passing_patch_admits_for_human_review(gate: Gate, billing_repo: Billing
     r = run.receipt
     assert run.code == 0, run.stdout + run.stderr
     assert (r["posture"], r["admit"], r["coverage"]) == ("human_review", True, 1.0)
-    assert "[local 4/4]" in run.stderr  # progress while properties run
+    assert "[local 5/5]" in run.stderr  # progress while properties run (five, the exact one too)
 
 
 def test_json_flag_prints_the_receipt(gate: Gate, billing_repo: BillingRepo) -> None:

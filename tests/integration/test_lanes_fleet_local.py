@@ -29,9 +29,12 @@ from tests.integration.fixtures_signer import SignerDaemon
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
 
-# Four seconds is room to see both containers and kill one mid-run; the mutation stage then runs
-# each of up to 4 mutants with both properties (8 s a sandbox), so longer sleeps cost CI minutes.
-SLOW = '''"""Two properties that hold, slowly (long enough to kill an executor mid-run)."""
+# Four seconds is room to see both containers and kill one mid-run. The slow properties cover
+# nothing: the mutation stage runs only the groups of covering properties, so it runs the fast
+# exact property's group alone (its own command prefix, "-x"): a slow group in every one of the
+# batch's variants (4 mutants and 7 controls) would cost minutes of CI.
+SLOW = '''"""Two properties that hold, slowly (long enough to kill an executor mid-run), and one
+that pins prorate's value at a few points, fast."""
 
 import time
 from decimal import Decimal
@@ -47,6 +50,11 @@ def test_prorate_non_negative_slowly():
 def test_prorate_bounded_slowly():
     time.sleep(4)
     assert prorate(Decimal("10.00"), 3, 30) <= Decimal("10.00")
+
+
+def test_prorate_at_points():
+    for used, want in ((3, "1.00"), (0, "0.00"), (-5, "0.00"), (30, "10.00"), (45, "10.00")):
+        assert prorate(Decimal("10.00"), used, 30) == Decimal(want)
 '''
 
 
@@ -62,9 +70,12 @@ def _slow_repo(tmp_path: Path) -> _Repo:
     cmd = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     pins = {"properties": [
         {"id": f"billing.prorate.{name}", "claim": name, "class": "pure_fn",
-         "covers": ["billing.prorate"], "command": [*cmd, f"properties/test_slow.py::{test}"]}
-        for name, test in (("non_negative", "test_prorate_non_negative_slowly"),
-                           ("bounded", "test_prorate_bounded_slowly"))
+         "covers": covers, "command": [*cmd, *extra, f"properties/test_slow.py::{test}"]}
+        for name, test, covers, extra in (
+            ("non_negative", "test_prorate_non_negative_slowly", [], []),
+            ("bounded", "test_prorate_bounded_slowly", [], []),
+            ("at_points", "test_prorate_at_points", ["billing.prorate"], ["-x"]),
+        )
     ]}  # fmt: skip
     (path / "pins" / "properties.json").write_text(json.dumps(pins, indent=2), encoding="utf-8")
     _git(path, "init", "-q")
