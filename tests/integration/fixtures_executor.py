@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import importlib.metadata as md
 import os
 import shutil
 import signal
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from patchgate.digest import Manifest, hash_files, scan_fixture_tree
 from patchgate.envelope import Envelope, fixture_statement, sign_envelope
@@ -70,6 +73,47 @@ class ExecutorProc:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
 
+def sandbox_python() -> Path:
+    """A lean interpreter for the tests' sandboxes (image ``host``, ``--host-python``): a venv of
+    this interpreter holding pytest and what it requires, copied from this environment (the same
+    versions, no network), and nothing else. The test environment's other pytest plugins
+    (Hypothesis, pytest-timeout) are patchgate's own tooling, not the target repositories': with
+    them every judge started by importing all of Hypothesis (about half a second a sandbox run,
+    paid again by every mutant), which a deployed executor's interpreter does not carry. Built
+    once per environment, atomically (a temp dir renamed into place)."""
+    tag = hashlib.sha256(f"{sys.prefix}:{md.version('pytest')}".encode()).hexdigest()[:12]
+    root = Path(tempfile.gettempdir()) / f"pg-sandbox-python-{tag}"
+    python = root / "bin" / "python"
+    if python.exists():
+        return python
+    work = Path(tempfile.mkdtemp(prefix="pg-sandbox-python-", dir=tempfile.gettempdir()))
+    try:
+        subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip",
+                        str(work / "venv")], check=True, capture_output=True)  # fmt: skip
+        site = next((work / "venv" / "lib").glob("python3*/site-packages"))
+        todo, done = ["pytest"], set()
+        while todo:
+            name = todo.pop()
+            if name in done:
+                continue
+            done.add(name)
+            dist = md.distribution(name)
+            for f in dist.files or ():
+                if f.parts and f.parts[0] != ".." and not f.name.endswith(".pyc"):
+                    dst = site / f
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(Path(str(dist.locate_file(f))), dst)
+            for text in dist.requires or ():
+                req = Requirement(text)
+                if req.marker is None or req.marker.evaluate({"extra": ""}):
+                    todo.append(req.name)
+        with contextlib.suppress(OSError):
+            (work / "venv").rename(root)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return python
+
+
 def start_executor(
     workdir: Path,
     keyring_path: Path,
@@ -94,6 +138,8 @@ def start_executor(
         "--instance", instance,
         *extra,
     ]  # fmt: skip
+    if "--image" not in extra and "--host-python" not in extra:
+        args += ["--host-python", str(sandbox_python())]
     full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
     with open(log_path, "w", encoding="utf-8") as err:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, text=True, env=full_env)
