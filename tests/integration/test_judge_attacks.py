@@ -150,8 +150,10 @@ def test_a_subject_that_never_answers_exceeds_the_bound(
 def test_judge_off_is_admitted_only_where_the_base_allows_it(
     judge_gate: Gate, base: Path, tmp_path: Path
 ) -> None:
-    """The honest refactor admits under the judge; under --judge off it is scored, the same
-    credit, and not admitted, until the base's reviewed configuration says allow_judge_off."""
+    """The honest refactor admits under the judge. Under --judge off no mutant runs (mutation v2
+    serves them to the judge's subject from memory; the single-process run has none), so it earns
+    no mutation credit and is not admitted; only a base whose reviewed configuration allows both
+    the single-process run and an unmutated check admits it, with --mutants 0."""
     patch = CORPUS / "patches" / "control_billing_refactor.patch"
     repo = tmp_path / "repo"
     shutil.copytree(base, repo, symlinks=True)
@@ -159,13 +161,16 @@ def test_judge_off_is_admitted_only_where_the_base_allows_it(
     assert (on.code, on.receipt["admit"], on.receipt["judge"]) == (0, True, "on"), on.stdout
     off = judge_gate.check(BillingRepo(repo), patch, judge="off")
     assert (off.code, off.receipt["admit"], off.receipt["posture"]) == (1, False, "reject_credit")
-    assert off.receipt["credits"] == on.receipt["credits"]
+    assert off.receipt["credits"] == {"billing.prorate": 0}
+    assert "with --judge off no mutant runs" in off.receipt["uncredited"]["billing.prorate"]
     assert "allow_judge_off" in off.stdout + off.stderr
     text = (repo / "pyproject.toml").read_text(encoding="utf-8")
+    allow = "allow_judge_off = true\nallow_unmutated = true\n"
     (repo / "pyproject.toml").write_text(
-        text.replace("[tool.patchgate]\n", "[tool.patchgate]\nallow_judge_off = true\n"),
-        encoding="utf-8",
+        text.replace("[tool.patchgate]\n", f"[tool.patchgate]\n{allow}"), encoding="utf-8"
     )
-    git(repo, "commit", "-qam", "this base may be checked without the judge")
-    allowed = judge_gate.check(BillingRepo(repo), patch, judge="off")
+    git(repo, "commit", "-qam", "this base may be checked without the judge and without mutants")
+    still = judge_gate.check(BillingRepo(repo), patch, judge="off")
+    assert (still.code, still.receipt["admit"]) == (1, False)  # the stage on: still no credit
+    allowed = judge_gate.check(BillingRepo(repo), patch, judge="off", mutants="0")
     assert (allowed.code, allowed.receipt["admit"], allowed.receipt["judge"]) == (0, True, "off")
