@@ -12,8 +12,11 @@ which only needs to know where the files live, which to mount and the plugin's n
   logs and warns to the judge;
 * ``patchgate_judge.py``, ``judgelink.py``, ``proxies.py`` — the judge's import hook, its end of
   the call link, and the proxies of the subject's modules and objects;
-* ``reset.py`` — the helper the supervisor runs as each role's uid between two variants (mutation
-  v2): removes what that uid left in the writable places and its SysV IPC objects;
+* ``zygote.py`` — what runs as a role's uid for the supervisor in a mutation batch (v2): the
+  zygote, started once per role, that forks the role's process for every variant (a batch starts
+  Python, pytest and its plugins once, not once per variant), and the reset helper run as each
+  role's uid between two variants (what that uid left in the writable places and its SysV IPC
+  objects removed);
 * ``patchgate_reporter.py`` — the pytest plugin that reports each test's outcome;
   ``patchgate_channel.py`` takes the run's nonce and connects at interpreter start, imported by
   ``sitecustomize.py`` (judge off), or writes to the supervisor's pipe (judge on).
@@ -43,5 +46,5 @@ FILES = (
     "patchgate_judge.py",
     "judgelink.py",
     "proxies.py",
-    "reset.py",
+    "zygote.py",
 )

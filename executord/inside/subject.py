@@ -553,6 +553,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    code = main()
+    zygote = bool(os.environ.get("PATCHGATE_ZYGOTE_FD"))  # mutation v2's zygote (zygote.py)
+    code = _load("zygote").subject_main(main) if zygote else main()
     sys.stdout.flush()
     os._exit(code)  # never run production atexit hooks or threads' cleanup past the judge's end

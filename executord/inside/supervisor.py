@@ -21,8 +21,11 @@ records. In order:
 
 With ``variants`` (mutation v2, ``wire.py`` "Variants"), steps 3 to 6 run once per variant, each
 pair after a ``variant`` record and with only its own variant's source on an inherited fd, and
-between pairs (and after the last) the reset: both roles' processes killed, then ``reset.py`` as
-each role's uid.
+between pairs (and after the last) the reset: both roles' processes killed, then the reset helper
+(``zygote.py reset``) as each role's uid. With ``zygotes`` each role's processes (and its
+resets) are forked from one zygote per role started before the first variant (``zygote.py``):
+the kills between pairs spare the two zygotes, by pid; a zygote that fails is dropped and the
+rest of the batch starts fresh.
 
 Nothing the subject writes is relayed as an outcome: from the subject the supervisor reads only
 its executed report, and refuses anything else on that pipe (``garbage``).
@@ -34,6 +37,8 @@ the children then run as the supervisor's own uid.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import importlib.util
 import json
 import os
@@ -67,14 +72,19 @@ def _load(stem: str) -> ModuleType:
 
 if TYPE_CHECKING:
     from executord.inside import wire
+    from executord.inside import zygote as zygote_mod
 else:
     wire = _load("wire")
+    zygote_mod = _load("zygote")
 
 _SLICE_S = 0.1
 _MAX_TARGETS = 4096
 _END_GRACE_S = 2.0
 _RESET_S = 10.0
 _ROLE = frozenset({"argv", "uid", "gid", "groups", "env", "cwd"})
+_ZYGOTE_S = 60.0  # a zygote's start (pytest and its plugins imported), at most
+_FORK_S = 10.0  # a zygote's answer to a fork, at most
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 class ConfigError(ValueError):
@@ -126,6 +136,8 @@ def _check_variants(cfg: dict[str, Any]) -> None:
             raise ConfigError("a malformed variant entry")
     if variants and (type(cfg.get("variants_file")) is not str or not cfg["variants_file"]):
         raise ConfigError("variants without a variants file")
+    if type(cfg.get("zygotes", False)) is not bool:
+        raise ConfigError("zygotes is not a bool")
     dirs = cfg.get("reset_dirs", [])
     if not isinstance(dirs, list) or not all(type(d) is str and d.startswith("/") for d in dirs):
         raise ConfigError("reset_dirs is not a list of absolute paths")
@@ -193,9 +205,50 @@ class _Lines:
 
 
 @dataclass
+class _Forked:
+    """A process a zygote forked (re-parented to us): what of a ``Popen`` the supervisor uses."""
+
+    pid: int
+    returncode: int | None = None
+
+
+@dataclass
+class _Zygote:
+    """One role's zygote: its process and our end of its control socket."""
+
+    proc: subprocess.Popen[bytes]
+    sock: socket.socket
+
+    def request(self, doc: dict[str, Any], fds: tuple[int, ...] = ()) -> dict[str, Any]:
+        """Send one request; its answer, ``OSError`` when there is none in time."""
+        socket.send_fds(self.sock, [json.dumps(doc).encode()], list(fds))
+        return self.answer(_FORK_S)
+
+    def answer(self, timeout: float) -> dict[str, Any]:
+        if not select.select([self.sock], [], [], timeout)[0]:
+            raise OSError("the zygote did not answer in time")
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise OSError("the zygote ended")
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            raise OSError("the zygote's answer is not JSON") from exc
+        if not isinstance(doc, dict):
+            raise OSError("the zygote's answer is not an object")
+        return doc
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+
+
+@dataclass
 class _Child:
     role: str
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | _Forked
     uid: int | None
     status: int | None = None  # waitpid's exit code (negative: a signal)
     killed: str = ""  # why the supervisor killed it ("" = it was not)
@@ -215,6 +268,9 @@ class Supervisor:
     finished: bool = False  # the judge's reporter sent its session's final record
     suspect: str = ""  # the test whose item arrived while the subject was already ending
     children: tuple[_Child, ...] = ()  # the pair running (or last run)
+    zygotes: dict[str, _Zygote] = field(default_factory=dict)  # role -> its zygote (variants)
+    unfit: list[str] = field(default_factory=list)  # why a zygote was dropped (stderr)
+    forks: dict[str, int] = field(default_factory=dict)  # role -> processes its zygote forked
 
     def emit(self, rec: dict[str, Any]) -> None:
         if self.started:
@@ -231,35 +287,147 @@ class Supervisor:
         srep_r, srep_w = os.pipe()
         prod = self.cfg.get("production", [])
         caps = self.cfg.get("caps", {})
+        sub_fdenv: dict[str, tuple[int, ...]] = {
+            "PATCHGATE_SUBJECT_LINK": (s_r, s_w),
+            "PATCHGATE_SUBJECT_REPORT_FD": (srep_w,),
+        }
         sub_env = {
-            "PATCHGATE_SUBJECT_LINK": f"{s_r},{s_w}",
-            "PATCHGATE_SUBJECT_REPORT_FD": str(srep_w),
             "PATCHGATE_SUBJECT_CONFIG": json.dumps({
                 "production": prod, "source_roots": self.cfg.get("source_roots", []),
                 "targets": self.cfg.get("targets", ""), "caps": caps}),
         }  # fmt: skip
+        judge_fdenv: dict[str, tuple[int, ...]] = {
+            "PATCHGATE_JUDGE_LINK": (j_r, j_w),
+            "PATCHGATE_REPORT_FD": (jrep_w,),
+        }
         judge_env = {
-            "PATCHGATE_JUDGE_LINK": f"{j_r},{j_w}",
-            "PATCHGATE_REPORT_FD": str(jrep_w),
             "PATCHGATE_JUDGE_CONFIG": json.dumps({
                 "production": prod, "call_timeout_ms": self.cfg.get("call_timeout_ms", 0),
                 "caps": caps}),
         }  # fmt: skip
-        sub_fds: tuple[int, ...] = (s_r, s_w, srep_w)
         if variant is not None:  # its own variant only, on an fd it reads and closes at start
-            vfd = _variant_fd(*variant)
-            sub_env["PATCHGATE_SUBJECT_VARIANT_FD"] = str(vfd)
-            sub_fds = (*sub_fds, vfd)
-        subject = self._start("subject", sub_env, sub_fds)
-        for fd in sub_fds:
-            os.close(fd)
-        judge = self._start("judge", judge_env, (j_r, j_w, jrep_w))
-        for fd in (j_r, j_w, jrep_w):
-            os.close(fd)
+            sub_fdenv["PATCHGATE_SUBJECT_VARIANT_FD"] = (_variant_fd(*variant),)
+        try:
+            subject = self._launch("subject", sub_env, sub_fdenv)
+        finally:
+            _close_all(sub_fdenv)
+        try:
+            judge = self._launch("judge", judge_env, judge_fdenv)
+        finally:
+            _close_all(judge_fdenv)
         self.children = (judge, subject)
         return judge, subject, _Lines(jrep_r), _Lines(srep_r)
 
-    def _start(self, role: str, extra: dict[str, str], fds: tuple[int, ...]) -> _Child:
+    def _launch(self, role: str, env: dict[str, str], fdenv: dict[str, tuple[int, ...]]) -> _Child:
+        """The role's process: forked by its zygote when there is one, else started fresh."""
+        z = self.zygotes.get(role)
+        if z is not None:
+            fds = tuple(fd for group in fdenv.values() for fd in group)
+            index, n = {}, 0
+            for name, group in fdenv.items():
+                index[name] = list(range(n, n + len(group)))
+                n += len(group)
+            pid = self._zygote_fork(role, {"op": "fork", "env": env, "fdenv": index}, fds)
+            if pid is not None:
+                uid = self.cfg[role]["uid"] if self._switch() else None
+                return _Child(role, _Forked(pid), uid)
+        extra = {**env, **{k: ",".join(str(fd) for fd in g) for k, g in fdenv.items()}}
+        fds = tuple(fd for group in fdenv.values() for fd in group)
+        return self._start(role, extra, fds)
+
+    def _switch(self) -> bool:
+        return self.cfg.get("switch_users", True) is True
+
+    def _zygote_fork(self, role: str, doc: dict[str, Any], fds: tuple[int, ...]) -> int | None:
+        """The pid the role's zygote forked for ``doc``, re-parented to us; None (the zygote
+        dropped) when it did not answer with one."""
+        z = self.zygotes[role]
+        try:
+            got = z.request(doc, fds)
+            pid = got.get("pid")
+            if type(pid) is not int or pid <= 1 or not self._mine(pid, role):
+                raise OSError(str(got.get("error") or f"not a process of the {role}'s: {pid!r}"))
+        except OSError as exc:
+            self.drop_zygote(role, str(exc))
+            return None
+        self.forks[role] = self.forks.get(role, 0) + 1
+        return pid
+
+    def _mine(self, pid: int, role: str) -> bool:
+        """``pid`` is our child (re-parented) and runs as the role's uid."""
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        except OSError:
+            return False  # gone already would have been reaped by us: not ours
+        ppid = fields.get("PPid", "").strip()
+        uid = fields.get("Uid", "").split()
+        want = self.cfg[role]["uid"] if self._switch() else os.getuid()
+        return ppid == str(os.getpid()) and bool(uid) and uid[0] == str(want)
+
+    def start_zygotes(self) -> None:
+        """One zygote per role (``zygote.py``); a role whose zygote cannot start has none."""
+        if os.getpid() != 1:
+            _subreaper()
+        here = os.path.dirname(os.path.abspath(__file__))
+        production = json.dumps([str(p) for p in self.cfg.get("production", [])])
+        for role in ("subject", "judge"):
+            argv = list(self.cfg[role]["argv"])
+            env = {zygote_mod.PRODUCTION_ENV: production}
+            if role == "judge":
+                if argv[1:3] != ["-m", "pytest"]:
+                    self.unfit.append("judge: its argv is not PY -m pytest ARGS")
+                    continue
+                env[zygote_mod.ARGS_ENV] = json.dumps(argv[3:])
+                env["PATCHGATE_ZYGOTE_FILE"] = os.path.join(here, "zygote.py")
+                argv = [argv[0], "-c", zygote_mod.BOOT]
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            env[zygote_mod.ZYGOTE_ENV] = str(theirs.fileno())
+            try:
+                proc = self._start(role, env, (theirs.fileno(),), argv=argv).proc
+                if not isinstance(proc, subprocess.Popen):
+                    raise OSError("not started")
+            except OSError as exc:
+                ours.close()
+                self.unfit.append(f"{role}: {exc}")
+                continue
+            finally:
+                theirs.close()
+            z = _Zygote(proc, ours)
+            try:
+                got = z.answer(_ZYGOTE_S)
+                if got.get("ready") is not True:
+                    raise OSError(str(got.get("error") or "not ready"))
+            except OSError as exc:
+                z.close()
+                self.unfit.append(f"{role}: {exc}")
+                continue
+            self.zygotes[role] = z
+
+    def drop_zygote(self, role: str, why: str) -> None:
+        z = self.zygotes.pop(role, None)
+        if z is not None:
+            z.close()
+            self.unfit.append(f"{role}: {why}")
+
+    def stop_zygotes(self) -> None:
+        for role in list(self.zygotes):
+            z = self.zygotes.pop(role)
+            z.close()
+        _reap_all()
+        if self.forks:
+            done = ", ".join(f"{r} {n}" for r, n in sorted(self.forks.items()))
+            print(f"supervisor: forked by the zygotes: {done}", file=sys.stderr)
+        for why in self.unfit:
+            print(f"supervisor: zygote not used: {why}", file=sys.stderr)
+
+    def spared(self) -> frozenset[int]:
+        """The zygotes' pids: the kills between pairs spare them (and only them)."""
+        return frozenset(z.proc.pid for z in self.zygotes.values())
+
+    def _start(
+        self, role: str, extra: dict[str, str], fds: tuple[int, ...], argv: list[str] | None = None
+    ) -> _Child:
         r = self.cfg[role]
         env = {str(k): str(v) for k, v in (r.get("env") or {}).items()}
         env.update(extra)
@@ -268,7 +436,7 @@ class Supervisor:
         if switch:
             ids = {"user": r["uid"], "group": r["gid"], "extra_groups": list(r.get("groups", []))}
         proc = subprocess.Popen(
-            r["argv"], env=env, cwd=r.get("cwd") or None, pass_fds=fds,
+            argv or r["argv"], env=env, cwd=r.get("cwd") or None, pass_fds=fds,
             start_new_session=True, stdin=subprocess.DEVNULL, **ids,
         )  # fmt: skip
         return _Child(role, proc, r["uid"] if switch else None)
@@ -332,7 +500,7 @@ class Supervisor:
         with contextlib.suppress(OSError):
             os.kill(child.proc.pid, signal.SIGKILL)
         if child.uid is not None:
-            _kill_uid(child.uid)
+            _kill_uid(child.uid, self.spared())
 
     def reap(self, judge: _Child, subject: _Child, jlines: _Lines | None = None) -> None:
         while True:
@@ -342,6 +510,10 @@ class Supervisor:
                 return
             if pid == 0:
                 return
+            for role, z in list(self.zygotes.items()):
+                if pid == z.proc.pid:
+                    z.proc.returncode = os.waitstatus_to_exitcode(status)
+                    self.drop_zygote(role, f"it ended ({z.proc.returncode})")
             for child in (judge, subject):
                 if pid == child.proc.pid:
                     if child is subject and jlines is not None:
@@ -401,38 +573,47 @@ class Supervisor:
         except OSError as exc:
             self.out.send({"kind": "reset", "ok": False, "detail": f"no variants file: {exc}"})
             return 1
-        with fh:
-            for n, v in enumerate(self.cfg["variants"], 1):
-                if deadline is not None and time.monotonic() > deadline:
-                    return 1
-                try:
-                    source = os.pread(fh.fileno(), v["size"], v["offset"])
-                except OSError:
-                    source = b""
-                if len(source) != v["size"]:
-                    why = f"the source of variant {n} is unreadable"
-                    self.out.send({"kind": "reset", "ok": False, "detail": why})
-                    return 1
-                self.out.send({"kind": "variant", "index": n})
-                self.run_pair(wake, bound, deadline, (v["path"], source))
-                del source
-                why = self.reset()
-                if why:
-                    self.out.send({"kind": "reset", "ok": False, "detail": why[:4000]})
-                    return 1
+        if self.cfg.get("zygotes") is True:
+            self.start_zygotes()
+        try:
+            with fh:
+                return self._variants(fh, wake, bound, deadline)
+        finally:
+            self.stop_zygotes()
+
+    def _variants(self, fh: Any, wake: int, bound: float, deadline: float | None) -> int:
+        for n, v in enumerate(self.cfg["variants"], 1):
+            if deadline is not None and time.monotonic() > deadline:
+                return 1
+            try:
+                source = os.pread(fh.fileno(), v["size"], v["offset"])
+            except OSError:
+                source = b""
+            if len(source) != v["size"]:
+                why = f"the source of variant {n} is unreadable"
+                self.out.send({"kind": "reset", "ok": False, "detail": why})
+                return 1
+            self.out.send({"kind": "variant", "index": n})
+            self.run_pair(wake, bound, deadline, (v["path"], source))
+            del source
+            why = self.reset()
+            if why:
+                self.out.send({"kind": "reset", "ok": False, "detail": why[:4000]})
+                return 1
         return 0
 
     def reset(self) -> str:
         """Between variants: both roles' processes killed, then what each uid owns removed by
-        ``reset.py`` run as that uid; "" when clean, else what was left."""
-        switch = self.cfg.get("switch_users", True) is True
+        the reset helper (``zygote.py reset``) run as that uid; "" when clean, else what was
+        left."""
+        switch = self._switch()
         for child in self.children:
             with contextlib.suppress(OSError):
                 os.killpg(child.proc.pid, signal.SIGKILL)
         roles = [self.cfg[r] for r in ("subject", "judge")]
         if switch:
             for r in roles:
-                if not _kill_all_of(r["uid"]):
+                if not _kill_all_of(r["uid"], self.spared()):
                     return f"processes of uid {r['uid']} outlived the kill"
         _reap_all()
         problems = []
@@ -449,8 +630,11 @@ class Supervisor:
         dirs = list(dict.fromkeys(dirs))
         if not dirs and not switch:
             return []
-        helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reset.py")
-        argv = [sys.executable, "-I", helper, *(["--ipc"] if switch else []), *dirs]
+        flags = ["--ipc"] if switch else []
+        if name in self.zygotes:
+            return self._zygote_reset(name, [*flags, *dirs], role if switch else None)
+        helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
+        argv = [sys.executable, "-I", helper, "reset", *flags, *dirs]
         ids: dict[str, Any] = {}
         if switch:
             ids = {"user": role["uid"], "group": role["gid"],
@@ -465,10 +649,34 @@ class Supervisor:
             return [f"the {name}'s reset did not run: {exc}"]
         finally:
             if switch:
-                _kill_all_of(role["uid"])
+                _kill_all_of(role["uid"], self.spared())
         if done.returncode != 0:
             tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
             return [f"the {name}'s reset failed ({done.returncode}): {' | '.join(tail)}"]
+        return []
+
+    def _zygote_reset(self, name: str, args: list[str], role: dict[str, Any] | None) -> list[str]:
+        """The role's reset forked by its zygote (as its uid), waited for here."""
+        err_r, err_w = os.pipe()
+        try:
+            pid = self._zygote_fork(name, {"op": "reset", "argv": args}, (err_w,))
+        finally:
+            os.close(err_w)
+        if pid is None:  # dropped: the helper runs fresh
+            os.close(err_r)
+            return self._reset_role(name, role or self.cfg[name], switch=role is not None)
+        code = _wait_pid(pid, _RESET_S)
+        os.set_blocking(err_r, False)
+        err = b""
+        with contextlib.suppress(OSError):
+            while len(err) < 1 << 16 and (chunk := os.read(err_r, 1 << 14)):
+                err += chunk
+        os.close(err_r)
+        if role is not None:
+            _kill_all_of(role["uid"], self.spared())
+        if code != 0:
+            tail = err.decode(errors="replace").strip().splitlines()[-3:]
+            return [f"the {name}'s reset failed ({code}): {' | '.join(tail)}"]
         return []
 
     def run_pair(
@@ -589,32 +797,63 @@ def _wait_for(subject: _Child, judge: _Child, sup: Supervisor) -> None:
             time.sleep(0.01)
 
 
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every process of ``uid`` (those that left the session too)."""
+def _close_all(fdenv: dict[str, tuple[int, ...]]) -> None:
+    for group in fdenv.values():
+        for fd in group:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _subreaper() -> None:
+    """Not PID 1 (unit tests): orphans of our children are re-parented to us all the same."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _wait_pid(pid: int, timeout: float) -> int:
+    """``pid``'s exit code (waited for, at most ``timeout``; then killed: -9)."""
+    until = time.monotonic() + timeout
+    while True:
+        try:
+            got, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return -signal.SIGKILL
+        if got == pid:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > until:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            timeout, until = 1.0, time.monotonic() + 1.0
+        time.sleep(0.002)
+
+
+def _kill_uid(uid: int, spare: frozenset[int] = frozenset()) -> None:
+    """SIGKILL every process of ``uid`` (those that left the session too) but ``spare``."""
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) in spare:
             continue
         with contextlib.suppress(OSError):
             if os.stat(f"/proc/{entry}").st_uid == uid:
                 os.kill(int(entry), signal.SIGKILL)
 
 
-def _kill_all_of(uid: int) -> bool:
-    """SIGKILL every process of ``uid`` until none is left (reaped, as PID 1); False when some
-    outlived ``_RESET_S``."""
+def _kill_all_of(uid: int, spare: frozenset[int] = frozenset()) -> bool:
+    """SIGKILL every process of ``uid`` but ``spare`` until none is left (reaped, as PID 1);
+    False when some outlived ``_RESET_S``."""
     until = time.monotonic() + _RESET_S
     while time.monotonic() < until:
-        _kill_uid(uid)
+        _kill_uid(uid, spare)
         _reap_all()
-        if not _uid_alive(uid):
+        if not _uid_alive(uid, spare):
             return True
         time.sleep(0.01)
     return False
 
 
-def _uid_alive(uid: int) -> bool:
+def _uid_alive(uid: int, spare: frozenset[int] = frozenset()) -> bool:
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
+        if entry.isdigit() and int(entry) not in spare:
             with contextlib.suppress(OSError):
                 if os.stat(f"/proc/{entry}").st_uid == uid:
                     return True

@@ -176,7 +176,8 @@ first on ``sys.path``), ``targets`` (path of ``targets.json``, or ""), ``caps`` 
 ``{"path": absolute path of the production file, "offset": int, "size": int}``: where each
 variant's source lies in ``variants_file``), ``variant_bound_ms`` (each test's clock bound with
 variants: min(``bound_ms``, this) when > 0), ``reset_dirs`` (the writable places emptied between
-variants: the entries each role's uid owns; default none).
+variants: the entries each role's uid owns; default none), ``zygotes`` (bool, default false: fork
+each variant's processes and resets from one zygote per role, ``zygote.py``).
 
 Variants (mutation v2)
 ----------------------
@@ -193,7 +194,7 @@ variants whose source equals the file) serves the module whose file is ``path`` 
 once compiled (a re-import runs the same code object).
 
 Between two pairs (and after the last) the supervisor resets: every process of the subject's and
-the judge's uids killed (``switch_users``; else their sessions), then a helper (``reset.py``)
+the judge's uids killed (``switch_users``; else their sessions), then a helper (``zygote.py reset``)
 started as each of the two uids removes what that uid owns in ``reset_dirs`` and its own
 ``HOME``/``TMPDIR`` (``/tmp``: the per-test output areas and ``tmp_path`` dirs included;
 ``/dev/shm``, ``/dev/mqueue``), and (``switch_users``) the SysV shared memory segments,
@@ -202,6 +203,12 @@ reset that fails ends the run: ``{"kind": "reset", "ok": false, "detail": str}``
 variant runs (the daemon makes them ``error``). The run's ``deadline_ms`` covers every pair; past
 it the pair running is ended (``judge`` ``hang``) and no later pair starts. The supervisor then
 exits 0 when every pair ran (each pair's judge status is in its ``judge`` record), else 1.
+
+With ``zygotes`` the pairs and the resets are forked (``zygote.py``): each role's zygote starts
+once, as that role's uid, before the first variant; the killing between pairs spares the two
+zygotes (and only them, by pid). A zygote that is unfit, dies or does not answer is not used
+again: the rest of the batch starts fresh interpreters, as without ``zygotes``. The records are
+the same either way.
 
 Role configs (``ROLE_KEYS``) the supervisor passes: judge ``{"production", "call_timeout_ms",
 "caps"}``; subject ``{"production", "source_roots", "targets", "caps"}``.
@@ -301,6 +308,7 @@ CONFIG_KEYS = frozenset(
         "variants",
         "variant_bound_ms",
         "reset_dirs",
+        "zygotes",
     }
 )
 ROLE_KEYS = {

@@ -256,6 +256,7 @@ def _variant_config(judge: JudgeRun) -> dict[str, object]:
         "variants": [{"path": p, "offset": o, "size": n} for p, o, n in judge.variants],
         "variant_bound_ms": judge.variant_bound_ms,
         "reset_dirs": list(RESET_DIRS),
+        "zygotes": True,
     }
 
 

@@ -115,6 +115,10 @@ def test_variants_run_in_one_sandbox_and_each_is_judged_alone(
     assert got[("b.bounded", 3)] == ("error", "subject")
     assert {o.run_index for o in result.outcomes} == {1}
     assert (case.workspace / MODULE).read_bytes() == disk
+    # every pair and reset forked by the two zygotes (as the roles' uids, non-dumpable)
+    err = "".join(log.stderr for log in result.logs)
+    assert "supervisor: forked by the zygotes: judge 10, subject 10" in err, err
+    assert "zygote not used" not in err, err
 
     # what a variant costs: the marginal time of one more variant in the sandbox (5 variants
     # against 1), against a full Execute per mutant the old way (the mutant written into the
@@ -149,3 +153,63 @@ def test_variants_are_refused_under_judge_off_over_the_wire(
         )
     assert err.value.code == "INVALID_ARGUMENT"
     assert "judge on" in str(err.value)
+
+
+PROBE = '''
+
+def zygote_probe():
+    """What this subject can reach of the other processes of its uid (its zygote)."""
+    import os as _os
+
+    me, seen, reached = _os.getpid(), [], []
+    for entry in _os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            if _os.stat(f"/proc/{entry}").st_uid != _os.getuid():
+                continue
+        except OSError:
+            continue
+        seen.append(entry)
+        for what in ("mem", "environ", "fd"):
+            path = f"/proc/{entry}/{what}"
+            try:
+                if what == "fd":
+                    _os.listdir(path)
+                else:
+                    with open(path, "rb") as fh:
+                        fh.read(1)
+                reached.append(what)
+            except OSError:
+                pass
+    return {"seen": len(seen) > 0, "reached": reached}
+'''
+PROBE_TEST = """
+import billing
+
+
+def test_the_zygote_is_out_of_reach():
+    assert billing.zygote_probe() == {"seen": True, "reached": []}
+"""
+
+
+def test_the_subjects_zygote_is_seen_by_the_code_under_test_and_out_of_its_reach(
+    executor_daemon: ExecutorProc, operator_key, tmp_path: Path
+) -> None:
+    """The subject's zygote runs as the subject's uid (the reset kills every other process of
+    it): code under test finds it, and can neither read its memory, its environment nor its
+    fds (non-dumpable), in every pair the zygote forked."""
+    probe = prop("b.probe", "properties/test_probe.py::test_the_zygote_is_out_of_reach")
+    case = billing_case(
+        tmp_path, operator_key.signer, properties=(probe,),
+        extra_files={"properties/test_probe.py": PROBE_TEST},
+    )  # fmt: skip
+    disk = (case.workspace / MODULE).read_bytes()
+    (case.workspace / MODULE).write_bytes(disk + PROBE.encode())
+    variants = ((MODULE, disk + PROBE.encode()),) * 3
+    result = _execute(executor_daemon, case, variants)
+    assert result.transport == (), result.transport
+    got = [(o.variant, o.outcome, o.failure_signature) for o in result.outcomes]
+    assert [g[:2] for g in got] == [(1, "pass"), (2, "pass"), (3, "pass")], got
+    err = "".join(log.stderr for log in result.logs)
+    assert "supervisor: forked by the zygotes: judge 6, subject 6" in err, err

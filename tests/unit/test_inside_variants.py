@@ -1,6 +1,7 @@
 """Mutation v2 inside the sandbox, unprivileged (switch_users false): the supervisor runs one real
 judge/subject pair per variant, each subject serving only its own variant from memory, the reset
-between pairs, and the stream the daemon cuts per variant."""
+between pairs, and the stream the daemon cuts per variant — each pair started fresh or forked by
+the roles' zygotes (``zygote.py``), with the same records either way."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ import pytest
 
 from executord.runs.executor import variant_outcomes
 from executord.runs.records import RecordLog
-from tests.unit._inside_helpers import INSIDE, load, run_supervisor, supervisor_config, write_tree
+from tests.unit import _inside_helpers
+from tests.unit._inside_helpers import INSIDE, load, run_supervisor, write_tree
 
 ON_DISK = """\
 import os
@@ -76,6 +78,21 @@ NODES = [
     "tests/test_v.py::test_starts_clean",
     "tests/test_v.py::test_nothing_leaks",
 ]
+
+
+ZYGOTES = {"zygotes": False}
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["fresh", "zygotes"])
+def zygotes(request: pytest.FixtureRequest) -> Any:
+    """Every test here runs with pairs started fresh and with pairs forked by zygotes."""
+    ZYGOTES["zygotes"] = request.param
+    yield request.param
+    ZYGOTES["zygotes"] = False
+
+
+def supervisor_config(tmp_path: Path, tests: list[str], **over: Any) -> Path:
+    return _inside_helpers.supervisor_config(tmp_path, tests, **{**ZYGOTES, **over})
 
 
 def _run(tmp_path: Path, sources: list[str]) -> tuple[int, list[dict[str, Any]], str]:
@@ -258,7 +275,7 @@ def test_the_reset_helper_removes_what_its_uid_owns(tmp_path: Path) -> None:
     os.symlink("/etc/passwd", d / "link")
     os.chmod(d / "sub", 0o500)  # a directory its owner made unwritable
     done = subprocess.run(
-        [sys.executable, "-I", str(INSIDE / "reset.py"), str(d)],
+        [sys.executable, "-I", str(INSIDE / "zygote.py"), "reset", str(d)],
         capture_output=True, check=False,
     )  # fmt: skip
     assert (done.returncode, os.listdir(d)) == (0, []), done.stderr
@@ -288,7 +305,7 @@ def _as_uid(uid: int, fn: Any) -> int:
 def test_the_reset_helper_removes_the_sysv_ipc_objects_of_its_uid() -> None:
     """As a uid of its own: a shared memory segment, a semaphore set and a message queue it
     created are seen by ``ipc_objects`` and gone after ``remove_ipc``."""
-    reset = load("reset")
+    reset = load("zygote")
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     private, creat = 0, 0o1000
 
@@ -308,3 +325,110 @@ def test_the_reset_helper_removes_the_sysv_ipc_objects_of_its_uid() -> None:
 
     assert _as_uid(_SYSV_UID, clean) == 0
     assert reset.ipc_objects(_SYSV_UID) == []
+
+
+KILLS_ITS_ZYGOTE = (
+    ON_DISK
+    + """
+def _kill_the_zygote():
+    import signal
+    me, parent = os.getpid(), os.getppid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                ppid = [line.split()[1] for line in fh if line.startswith("PPid:")][0]
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except (OSError, IndexError):
+            continue
+        if int(ppid) == parent and b"subject.py" in cmd:
+            os.kill(int(entry), signal.SIGKILL)
+
+_kill_the_zygote()
+"""
+)
+
+
+def test_a_subject_that_kills_its_zygote_only_makes_the_rest_of_the_batch_fresh(
+    tmp_path: Path, zygotes: bool
+) -> None:
+    """The subject's zygote runs as the subject's uid, so the code under test can kill it (and
+    nothing more: it is non-dumpable). Then the next pairs start fresh, and every variant's
+    verdict is what it would have been."""
+    code, records, err = _run(tmp_path, [KILLS_ITS_ZYGOTE, MUTANT, ON_DISK, MUTANT])
+    assert code == 0, err
+    got = _judged(records, 4)
+    assert [got[(n, "test_price")] for n in (1, 2, 3, 4)] == [
+        ("pass", ""),
+        ("fail", "assertion"),
+        ("pass", ""),
+        ("fail", "assertion"),
+    ], err
+    assert all(got[(n, "test_nothing_leaks")] == ("pass", "") for n in (1, 2, 3, 4)), err
+    if zygotes:
+        assert "zygote not used: subject:" in err
+    else:
+        assert "zygote" not in err
+
+
+def test_a_judge_that_is_not_python_m_pytest_starts_fresh_beside_a_forked_subject(
+    tmp_path: Path, zygotes: bool
+) -> None:
+    if not zygotes:
+        pytest.skip("zygotes only")
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "variants.bin").write_bytes(MUTANT.encode() + ON_DISK.encode())
+    path = str(tmp_path / "src/pgshop/__init__.py")
+    cfg = json.loads(
+        supervisor_config(
+            tmp_path,
+            ["tests/test_v.py::test_price"],
+            variants_file=str(tmp_path / "variants.bin"),
+            variants=[
+                {"path": path, "offset": 0, "size": len(MUTANT.encode())},
+                {"path": path, "offset": len(MUTANT.encode()), "size": len(ON_DISK.encode())},
+            ],
+        ).read_text()
+    )
+    argv = cfg["judge"]["argv"]
+    cfg["judge"]["argv"] = [argv[0], "-c", "import sys, pytest; sys.exit(pytest.console_main())",
+                            *argv[3:]]  # fmt: skip
+    (tmp_path / "supervisor.json").write_text(json.dumps(cfg))
+    code, records, err = run_supervisor(tmp_path / "supervisor.json")
+    assert code == 0, err
+    got = _judged(records, 2)
+    assert (got[(1, "test_price")], got[(2, "test_price")]) == (("fail", "assertion"), ("pass", ""))
+    assert "zygote not used: judge: its argv is not PY -m pytest ARGS" in err
+    assert "zygote not used: subject" not in err
+
+
+def test_a_zygote_that_imported_production_code_or_runs_a_thread_is_unfit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    zygote = load("zygote")
+    monkeypatch.setenv(zygote.PRODUCTION_ENV, json.dumps(["pgshop"]))
+    zygote._check_clean()
+    monkeypatch.setitem(sys.modules, "pgshop.rates", sys)
+    with pytest.raises(zygote.Unfit, match=r"production module pgshop\.rates"):
+        zygote._check_clean()
+    monkeypatch.delitem(sys.modules, "pgshop.rates")
+    import threading  # noqa: PLC0415 - only here
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        with pytest.raises(zygote.Unfit, match="a thread is running"):
+            zygote._check_clean()
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_the_judge_zygote_leaves_out_the_plugins_the_argv_blocks() -> None:
+    zygote = load("zygote")
+    args = ["-q", "-p", "no:cacheprovider", "-pno:hypothesispytest", "-p", "patchgate_judge"]
+    assert zygote._blocked(args) == {"cacheprovider", "hypothesispytest"}

@@ -1,0 +1,513 @@
+"""The zygotes: one per role and mutation batch, forking that role's processes (mutation v2).
+
+Standard library only (pytest's own modules in the judge's zygote). The supervisor starts each
+zygote once, as its role's uid, with the role's environment and working directory, before the
+batch's first variant; then, per variant, asks it over a control socket (``SOCK_SEQPACKET``, one
+JSON message per packet, fds as ``SCM_RIGHTS``) to fork that role's process for the run. What a
+fresh interpreter would spend on every variant — starting Python, importing pytest, its plugins
+and the gate's inside modules — is spent once.
+
+A forked process starts from the zygote's state: an interpreter that has imported nothing of the
+code under test and nothing that reads a run's channels. Every run still imports the production
+code and collects the suite's test modules itself, so mutants and controls are run exactly alike
+(only the variant's code differs), and the files on disk are never read for a variant.
+
+* **Judge** (``python -c BOOT``, for a judge argv ``PY -m pytest ARGS``): ``sys.path[0]`` is the
+  working directory as with ``-m``; it imports pytest, its builtin plugins and, unless
+  ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` is set, the ``pytest11`` entry points' modules that the argv
+  does not block (``-p no:NAME``) and the top-level modules of their distributions (a plugin may
+  import its package late: Hypothesis's does at the terminal summary), through pytest's own
+  assertion-rewriting hook marked as pytest marks them, so a run sees them rewritten as pytest
+  would have (and pytest does not warn that they were imported before it). A forked judge opens
+  the reporter's channel on its run's pipe (``patchgate_channel`` was imported at the zygote's
+  start, before there was one), runs ``pytest`` as ``-m`` would, ``ARGS`` and all (``-p
+  patchgate_reporter -p patchgate_judge`` take the run's channels at their import there), and
+  ends as the interpreter would but for tearing its modules down (``_exit``).
+* **Subject** (``python subject.py``, ``PATCHGATE_ZYGOTE_FD`` set): the subject module is
+  ``__main__`` as in a fresh subject; a forked subject runs its ``main``.
+* **Reset** (either role): a forked process runs ``reset_main`` as the role's uid.
+
+Each request is forked twice: the zygote's child forks the process and exits, so the process is
+re-parented to the supervisor (PID 1, or a child subreaper in unit tests), which reaps it and
+reads its exit status from the kernel, not from a process of the role's uid. The zygote sets
+itself non-dumpable (``PR_SET_DUMPABLE`` 0): a process of its uid can then neither trace it nor
+read its memory or its ``/proc`` fds; it can only kill it, and the supervisor then starts the
+rest of the batch's processes fresh. A zygote that cannot make itself safe or clean (not
+non-dumpable, a thread running, a production module imported by a plugin) says so and exits:
+the batch runs fresh, slower and the same.
+
+Messages, supervisor to zygote: ``{"op": "fork", "env": {...}, "fdenv": {NAME: [i, ...]}}``
+(``fdenv``: which received fds an environment variable names, in order) or ``{"op": "reset",
+"argv": [...]}`` (its one fd becomes the reset's stderr). Zygote to supervisor: ``{"ready":
+true}`` once, then ``{"pid": N}`` or ``{"error": "..."}`` per request. The zygote exits when the
+socket ends.
+
+The reset helper (DESIGN §6.9), forked by a zygote or, without one, started by the supervisor AS
+the uid to reset (the subject's, then the judge's) after every process of that uid but its
+zygote was killed: ``python -I zygote.py reset [--ipc] DIR...``.
+
+* in each ``DIR``: every entry the helper's uid owns is removed (a directory with everything in
+  it; links are removed, never followed). ``/tmp`` (shared through the group, sticky), ``/dev/shm``
+  and ``/dev/mqueue`` hold other uids' entries too: those stay. A role's own ``HOME`` holds only
+  its own;
+* ``--ipc``: every SysV shared memory segment, semaphore set and message queue whose owner or
+  creator is the helper's uid (``/proc/sysvipc/{shm,sem,msg}``) is removed with ``IPC_RMID``
+  (``shmctl``/``semctl``/``msgctl`` through ``ctypes``).
+
+Exit 0 when everything the uid owned is gone (checked again after removing), else 1 with one line
+per leftover on stderr: the supervisor then ends the run rather than start a variant on dirty
+state.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import ctypes.util
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import runpy
+import shutil
+import socket
+import stat
+import sys
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "BOOT",
+    "ZYGOTE_ENV",
+    "ipc_objects",
+    "judge_main",
+    "leftovers",
+    "remove_ipc",
+    "remove_owned",
+    "reset_main",
+    "serve",
+    "subject_main",
+]
+
+ZYGOTE_ENV = "PATCHGATE_ZYGOTE_FD"
+ARGS_ENV = "PATCHGATE_ZYGOTE_ARGS"  # the judge's pytest arguments (JSON list)
+PRODUCTION_ENV = "PATCHGATE_ZYGOTE_PRODUCTION"  # production top-level names (JSON list)
+_PR_SET_DUMPABLE = 4
+_MAX_MSG = 1 << 20
+_MAX_FDS = 8
+
+#: The judge zygote's ``-c`` program: ``sys.path[0]`` as ``-m`` sets it, then this file by path.
+BOOT = (
+    "import os,sys,importlib.util as u;sys.path[0]=os.getcwd();"
+    "s=u.spec_from_file_location('_patchgate_zygote',os.environ['PATCHGATE_ZYGOTE_FILE']);"
+    "m=u.module_from_spec(s);sys.modules[s.name]=m;s.loader.exec_module(m);m.judge_main()"
+)
+
+
+class Unfit(RuntimeError):
+    """The zygote cannot serve (the batch then runs fresh)."""
+
+
+def nondumpable() -> None:
+    """``prctl(PR_SET_DUMPABLE, 0)``; ``Unfit`` when it cannot be done."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        ok = libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError) as exc:
+        raise Unfit(f"cannot make the zygote non-dumpable: {exc}") from exc
+    if not ok:
+        raise Unfit(f"cannot make the zygote non-dumpable: errno {ctypes.get_errno()}")
+
+
+def _check_clean() -> None:
+    if threading.active_count() != 1:
+        raise Unfit("a thread is running in the zygote: it cannot fork")
+    names = json.loads(os.environ.get(PRODUCTION_ENV) or "[]")
+    real = sorted(n for n in sys.modules if n.split(".")[0] in set(names))
+    if real:
+        raise Unfit(f"production module {real[0]} was imported in the zygote")
+
+
+def _send(sock: socket.socket, doc: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        sock.send(json.dumps(doc).encode())
+
+
+_Run = Callable[[dict[str, Any], list[int]], Callable[[], Any]]
+
+
+def serve(sock: socket.socket, run: _Run) -> Callable[[], Any] | None:
+    """Answer requests until the socket ends (returns None, in the zygote); in a forked process
+    returns what to run there (``run(request, fds)`` prepared it)."""
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MSG, _MAX_FDS)
+        except OSError:
+            return None
+        if not msg:
+            return None
+        try:
+            req = json.loads(msg)
+            if not isinstance(req, dict) or req.get("op") not in ("fork", "reset"):
+                raise ValueError("unknown request")
+        except ValueError as exc:
+            for fd in fds:
+                os.close(fd)
+            _send(sock, {"error": f"a malformed request: {exc}"})
+            continue
+        child = _fork(sock, req, fds, run)
+        if child is not None:
+            return child
+
+
+def _fork(
+    sock: socket.socket, req: dict[str, Any], fds: list[int], run: _Run
+) -> Callable[[], Any] | None:
+    """Fork twice; in the grandchild return what it runs, in the zygote send its pid and None."""
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        for fd in (r, w, *fds):
+            os.close(fd)
+        _send(sock, {"error": f"fork failed: {exc}"})
+        return None
+    if pid == 0:  # the middle process: fork the run's process, say its pid, exit
+        os.close(r)
+        try:
+            grand = os.fork()
+        except OSError:
+            os._exit(1)
+        if grand == 0:
+            os.close(w)
+            os.setsid()
+            sock.close()
+            return run(req, fds)
+        with contextlib.suppress(OSError):
+            os.write(w, str(grand).encode())
+        os._exit(0)
+    os.close(w)
+    for fd in fds:
+        os.close(fd)
+    data = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(r, 64):
+            data += chunk
+    os.close(r)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    if data.isdigit():
+        _send(sock, {"pid": int(data)})
+    else:
+        _send(sock, {"error": "the fork did not start"})
+    return None
+
+
+def _environ(req: dict[str, Any], fds: list[int]) -> None:
+    """The run's environment: the zygote's own (its own variables gone) plus the request's."""
+    for name in (ZYGOTE_ENV, ARGS_ENV, PRODUCTION_ENV, "PATCHGATE_ZYGOTE_FILE"):
+        os.environ.pop(name, None)
+    env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
+    for name, idx in (req.get("fdenv") or {}).items():
+        env[str(name)] = ",".join(str(fds[int(i)]) for i in idx)
+    os.environ.update(env)
+
+
+def _reset(req: dict[str, Any], fds: list[int]) -> Callable[[], Any]:
+    def go() -> None:
+        if fds:
+            os.dup2(fds[0], 2)
+            os.close(fds[0])
+        code = 1
+        try:
+            code = reset_main(["reset", *[str(a) for a in req.get("argv") or ()]])
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os._exit(code)
+
+    return go
+
+
+def _socket() -> socket.socket:
+    raw = os.environ.pop(ZYGOTE_ENV, "")
+    if not raw.isdigit():
+        raise Unfit("no zygote control fd")
+    return socket.socket(fileno=int(raw))
+
+
+def _start(prepare: Callable[[], None]) -> socket.socket | None:
+    """The control socket once the zygote is ready; None (having said why) when it is unfit."""
+    sock = _socket()
+    try:
+        prepare()
+        nondumpable()
+        _check_clean()
+    except Exception as exc:  # any failure makes the zygote unfit, never a run
+        _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
+        return None
+    _send(sock, {"ready": True})
+    return sock
+
+
+# -- the judge ------------------------------------------------------------------------------
+def _blocked(args: list[str]) -> set[str]:
+    out = set()
+    for i, a in enumerate(args):
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        spec = nxt if a == "-p" else a[2:] if a.startswith("-p") else ""
+        if spec.startswith("no:"):
+            out.add(spec[3:])
+    return out
+
+
+class _StubConfig:
+    """What pytest's rewriting hook reads of a config while it imports (defaults)."""
+
+    def __init__(self, state: object) -> None:
+        from _pytest.assertion.rewrite import assertstate_key  # noqa: PLC0415 - judge only
+        from _pytest.stash import Stash  # noqa: PLC0415 - judge only
+
+        self.stash = Stash()
+        self.stash[assertstate_key] = state  # type: ignore[misc]
+
+    def getini(self, name: str) -> object:
+        if name == "python_files":
+            return ["test_*.py", "*_test.py"]
+        return False
+
+    def issue_config_time_warning(self, warning: Warning, stacklevel: int) -> None:
+        raise Unfit(f"pytest warned in the zygote: {warning}")
+
+
+def _prepare_judge(args: list[str]) -> None:
+    import pytest  # noqa: F401, PLC0415 - the judge's zygote only: once here, for every run
+    from _pytest import config as pconfig  # noqa: PLC0415 - judge only
+
+    for name in pconfig.default_plugins:
+        importlib.import_module(f"_pytest.{name}")
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return
+    from _pytest.assertion.rewrite import AssertionRewritingHook  # noqa: PLC0415 - judge only
+
+    state = types.SimpleNamespace(mode="rewrite", trace=lambda *_: None, hook=None)
+    hook = AssertionRewritingHook(_StubConfig(state))  # type: ignore[arg-type]
+    blocked, seen = _blocked(args), set()
+    eps, names = [], []
+    for dist in importlib.metadata.distributions():
+        mine = [ep for ep in dist.entry_points if ep.group == "pytest11"]
+        if mine and not all(ep.name in blocked for ep in mine):
+            own = list(pconfig._iter_rewritable_modules(str(f) for f in dist.files or []))
+            hook.mark_rewrite(*own)
+            eps += mine
+            names += own
+    sys.meta_path.insert(0, hook)
+    try:
+        for ep in eps:
+            if ep.name in blocked or ep.name in seen:
+                continue
+            seen.add(ep.name)
+            ep.load()
+        for name in names:  # what a plugin imports late (Hypothesis at the terminal summary)
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+    finally:
+        sys.meta_path.remove(hook)
+
+
+def _exit(code: object) -> None:
+    """End a forked judge as the interpreter would, but for tearing down its modules (what a
+    process that imported pytest, its plugins and Hypothesis spends most of its end on, and
+    the run has no use for): non-daemon threads joined, ``atexit`` handlers run, output
+    flushed, the exit status as ``SystemExit`` gives it."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = int(code) & 0xFF
+    else:
+        with contextlib.suppress(Exception):
+            print(code, file=sys.stderr)
+        status = 1
+    with contextlib.suppress(Exception):
+        threading._shutdown()  # type: ignore[attr-defined]
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
+def _open_channel() -> None:
+    """The reporter's channel (``patchgate_channel``, imported at the zygote's start by the
+    sandbox's ``sitecustomize``, with no run's pipe then) on this run's pipe."""
+    chan = sys.modules.get("patchgate_channel")
+    if chan is None:
+        return
+    fd = chan._take_env(chan.FD_ENV)
+    if fd.isdigit():
+        chan.__dict__.update(JUDGED=True, CHANNEL=chan.Channel("", "", int(fd)))
+
+
+def judge_main() -> None:
+    """The judge zygote's program (``BOOT``); a forked judge runs pytest from here."""
+    args = [str(a) for a in json.loads(os.environ.get(ARGS_ENV) or "[]")]
+    sock = _start(lambda: _prepare_judge(args))
+    if sock is None:
+        sys.exit(3)
+
+    def run(req: dict[str, Any], fds: list[int]) -> Callable[[], Any]:
+        if req["op"] == "reset":
+            return _reset(req, fds)
+
+        def go() -> None:
+            _environ(req, fds)
+            _open_channel()
+            sys.argv = ["pytest", *args]
+            sys.orig_argv = [sys.orig_argv[0], "-m", "pytest", *args]
+            try:
+                runpy.run_module("pytest", run_name="__main__", alter_sys=True)
+                code: object = 0
+            except SystemExit as exc:
+                code = exc.code
+            _exit(code)
+
+        return go
+
+    child = serve(sock, run)
+    if child is None:
+        sys.exit(0)
+    child()
+
+
+def subject_main(main: Callable[[], int]) -> int:
+    """The subject zygote (``subject.py`` with ``PATCHGATE_ZYGOTE_FD``); a forked subject runs
+    ``main`` and returns its status, the zygote returns 0 when the batch ends (3 unfit)."""
+    sock = _start(lambda: None)
+    if sock is None:
+        return 3
+
+    def run(req: dict[str, Any], fds: list[int]) -> Callable[[], Any]:
+        if req["op"] == "reset":
+            return _reset(req, fds)
+
+        def go() -> int:
+            _environ(req, fds)
+            return main()
+
+        return go
+
+    child = serve(sock, run)
+    return 0 if child is None else int(child())
+
+
+# -- the reset -------------------------------------------------------------------------------
+IPC_RMID = 0
+_TABLES = {  # /proc/sysvipc table: (id column, owner uid column, creator uid column)
+    "shm": (1, 7, 9),
+    "sem": (1, 4, 6),
+    "msg": (1, 7, 9),
+}
+
+
+def _owned(dirpath: str, uid: int) -> list[str]:
+    out: list[str] = []
+    try:
+        entries = list(os.scandir(dirpath))
+    except OSError:
+        return out
+    for e in entries:
+        with contextlib.suppress(OSError):
+            if e.stat(follow_symlinks=False).st_uid == uid:
+                out.append(e.path)
+    return out
+
+
+def _chmod_and_retry(func: object, path: str, _exc: object) -> None:
+    """rmtree's error hook: a directory the uid made unwritable is its own to open again."""
+    with contextlib.suppress(OSError):
+        os.chmod(os.path.dirname(path), stat.S_IRWXU)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, stat.S_IRWXU)
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+
+
+def remove_owned(dirpath: str, uid: int) -> None:
+    """Remove every entry of ``dirpath`` that ``uid`` owns (links not followed)."""
+    for path in _owned(dirpath, uid):
+        with contextlib.suppress(OSError):
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode):
+                os.chmod(path, stat.S_IRWXU)
+                shutil.rmtree(path, onerror=_chmod_and_retry)
+            else:
+                os.unlink(path)
+
+
+def ipc_objects(uid: int) -> list[tuple[str, int]]:
+    """(table, id) of every SysV IPC object ``uid`` owns or created."""
+    found = []
+    for table, (col_id, col_uid, col_cuid) in _TABLES.items():
+        try:
+            with open(f"/proc/sysvipc/{table}", encoding="ascii") as fh:
+                lines = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            with contextlib.suppress(IndexError, ValueError):
+                if uid in (int(cols[col_uid]), int(cols[col_cuid])):
+                    found.append((table, int(cols[col_id])))
+    return found
+
+
+def remove_ipc(uid: int) -> None:
+    """``IPC_RMID`` every SysV IPC object of ``uid``."""
+    objects = ipc_objects(uid)
+    if not objects:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)  # the libc the interpreter already links
+    for table, ident in objects:
+        if table == "shm":
+            libc.shmctl(ctypes.c_int(ident), ctypes.c_int(IPC_RMID), None)
+        elif table == "sem":
+            libc.semctl(ctypes.c_int(ident), ctypes.c_int(0), ctypes.c_int(IPC_RMID))
+        else:
+            libc.msgctl(ctypes.c_int(ident), ctypes.c_int(IPC_RMID), None)
+
+
+def leftovers(dirs: list[str], uid: int, *, ipc: bool) -> list[str]:
+    """What ``uid`` still owns in ``dirs`` (and SysV IPC, with ``ipc``)."""
+    left = [p for d in dirs for p in _owned(d, uid)]
+    if ipc:
+        left += [f"sysv {t} {i}" for t, i in ipc_objects(uid)]
+    return left
+
+
+def reset_main(argv: list[str]) -> int:
+    """``zygote.py reset [--ipc] DIR...`` (``argv`` from ``reset``): 0 when clean, else 1
+    (leftovers on stderr)."""
+    ipc = "--ipc" in argv[1:]
+    dirs = [a for a in argv[1:] if a != "--ipc"]
+    uid = os.geteuid()
+    for d in dirs:
+        remove_owned(d, uid)
+    if ipc:
+        remove_ipc(uid)
+    left = leftovers(dirs, uid, ipc=ipc)
+    for item in left[:20]:
+        print(f"reset: left behind: {item}", file=sys.stderr)
+    return 1 if left else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["reset"]:
+        print("usage: zygote.py reset [--ipc] DIR...", file=sys.stderr)
+        sys.exit(64)
+    sys.exit(reset_main(sys.argv[1:]))
