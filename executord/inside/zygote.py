@@ -256,7 +256,9 @@ def _start(prepare: Callable[[], None]) -> socket.socket | None:
 
 # -- the judge ------------------------------------------------------------------------------
 def _blocked(args: list[str]) -> set[str]:
-    out = set()
+    """The plugins the run's pytest will not load: ``-p no:NAME``, and the patchgate marker
+    plugin's entry point when the reporter is loaded (it blocks that one)."""
+    out = {"patchgate"} if "patchgate_reporter" in args else set()
     for i, a in enumerate(args):
         nxt = args[i + 1] if i + 1 < len(args) else ""
         spec = nxt if a == "-p" else a[2:] if a.startswith("-p") else ""
@@ -311,7 +313,10 @@ def _prepare_judge(args: list[str]) -> None:
             if ep.name in blocked or ep.name in seen:
                 continue
             seen.add(ep.name)
-            ep.load()
+            try:
+                ep.load()
+            except Exception as exc:  # the run's pytest then loads it as it would
+                print(f"zygote: plugin {ep.name} not preloaded: {exc!r}"[:500], file=sys.stderr)
         for name in names:  # what a plugin imports late (Hypothesis at the terminal summary)
             with contextlib.suppress(Exception):
                 importlib.import_module(name)

@@ -432,3 +432,9 @@ def test_the_judge_zygote_leaves_out_the_plugins_the_argv_blocks() -> None:
     zygote = load("zygote")
     args = ["-q", "-p", "no:cacheprovider", "-pno:hypothesispytest", "-p", "patchgate_judge"]
     assert zygote._blocked(args) == {"cacheprovider", "hypothesispytest"}
+    # the reporter blocks the marker plugin's entry point (patchgate itself is not mounted)
+    assert zygote._blocked([*args, "-p", "patchgate_reporter"]) == {
+        "cacheprovider",
+        "hypothesispytest",
+        "patchgate",
+    }
