@@ -229,6 +229,7 @@ class ExecutorClient:
         production: Sequence[str] = (),
         variants: Sequence[tuple[str, bytes]] = (),
         variant_bound_ms: int = 0,
+        variant_scope: Sequence[str] = (),
     ) -> ExecutionResult:
         """Upload what is missing, run the suite, verify the signed result.
 
@@ -244,10 +245,14 @@ class ExecutorClient:
         group of properties runs once per variant in one sandbox, and each outcome carries its
         1-based ``variant``; a variant a property has no outcome for is a transport record
         (``empty_response``) of that property. ``variant_bound_ms``: each test's bound with
-        variants is min(signed bound, this) when > 0.
+        variants is min(signed bound, this) when > 0. ``variant_scope``: the properties whose
+        tests run in each variant (empty: all); the others' test modules are collected all the
+        same, and only the scope's outcomes are expected.
         """
         request_id = request_id or uuid.uuid4().hex
-        pairs = [(p.id, r) for p in properties for r in range(1, runs + 1)]
+        scope = set(variant_scope)
+        pairs = [(p.id, r) for p in properties for r in range(1, runs + 1)
+                 if not (variants and scope) or p.id in scope]  # fmt: skip
         try:
             manifest, signed_digest, _ = parse_fixture_statement(fixture_envelope.payload)
         except EnvelopeError as exc:
@@ -286,6 +291,7 @@ class ExecutorClient:
             production=list(production),
             variants=[executor_pb2.Variant(path=p, source=bytes(src)) for p, src in variants],
             variant_bound_ms=variant_bound_ms,
+            variant_scope=list(variant_scope),
         )
         t0 = time.monotonic()
         uploaded = 0

@@ -22,6 +22,9 @@ start to its end: past it the test is interrupted with ``ClockBoundExceeded`` (a
 ``BaseException``, so ``except Exception`` does not swallow it), reported ``exceeded_bound``, and
 the next test goes on. A test that took longer than the bound is ``exceeded_bound`` whether or not
 the alarm got through; one that blocks the alarm for good is ended by the sandbox's deadline.
+A batch file may also name the node ids to ``run`` (a mutation variant's run: the covering
+properties'): every other collected item is deselected after the ordering — the run still
+collects every test module of the batch, as the suite's run did.
 
 In a judged run (issue 20; ``patchgate_channel.JUDGED``) production code runs in the subject, not
 here: the records go to the supervisor (which stamps and relays them), a ``begin`` record marks
@@ -83,7 +86,9 @@ class _Batch:
     def __init__(self, path: str) -> None:
         self.bound_s = 0.0
         self.order: list[str] = []
+        self.run: list[str] = []  # empty: every collected item runs
         self._index: dict[str, int] = {}
+        self._run: _Batch | None = None
         if not path:
             return
         try:
@@ -91,8 +96,18 @@ class _Batch:
                 raw = json.load(fh)
             self.bound_s = max(0.0, int(raw["bound_ms"]) / 1000)
             self.order = [str(n) for n in raw["order"]]
-        except (OSError, ValueError, KeyError, TypeError):
+            self.run = [str(n) for n in raw.get("run") or ()]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return
+
+    def selected(self, nodeid: str) -> bool:
+        """Whether ``nodeid`` runs: covered by one of ``run`` (every item without a ``run``)."""
+        if not self.run:
+            return True
+        if self._run is None:
+            self._run = _Batch("")
+            self._run.order = self.run
+        return self._run.rank(nodeid) < len(self.run)
 
     def rank(self, nodeid: str) -> int:
         """The position of the most specific node id argument that covers ``nodeid`` (a dict
@@ -321,10 +336,19 @@ class _Reporter:
             self._running = ""
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """The executor's order for this run, whatever another plugin did before."""
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """The executor's order for this run, whatever another plugin did before; with ``run``,
+        only the items it names."""
         if self.batch.order:
             items.sort(key=lambda it: self.batch.rank(self._prefix + it.nodeid))
+        if self.batch.run:
+            keep = [it for it in items if self.batch.selected(self._prefix + it.nodeid)]
+            dropped = [it for it in items if not self.batch.selected(self._prefix + it.nodeid)]
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
+                items[:] = keep
 
     def configure(self, config: pytest.Config) -> None:
         """Node ids go out relative to the working directory, as the property's argv names them."""

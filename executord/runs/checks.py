@@ -102,7 +102,15 @@ def _check_variants(inp: ExecuteInput, workspace: set[str]) -> None:
     """Module variants (mutation v2): judge on, one run, few, each a production ``.py`` file of
     the workspace under a source root, each source capped (INVALID_ARGUMENT)."""
     if not inp.variants:
+        if inp.variant_scope:
+            raise InvalidArgument("variant_scope without variants")
         return
+    ids = {p.id for p in inp.properties}
+    if len(set(inp.variant_scope)) != len(inp.variant_scope):
+        raise InvalidArgument("variant_scope names a property twice")
+    unknown = sorted(set(inp.variant_scope) - ids)
+    if unknown:
+        raise InvalidArgument(f"variant_scope: {unknown[0]!r} is not a property of the request")
     if inp.runs != 1:
         raise InvalidArgument("variants need runs = 1")
     if inp.judge != "on":

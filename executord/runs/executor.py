@@ -328,7 +328,8 @@ class Executor:
         def one(job: tuple[Group, int]) -> None:
             group, r = job
             if inp.variants:
-                self._guarded_variants(prepared, state, group, emit, cancel, batch_tail)
+                if _scoped(inp, group):
+                    self._guarded_variants(prepared, state, group, emit, cancel, batch_tail)
                 return
             if len(group.members) == 1:
                 i = index[group.ids[0]]
@@ -561,7 +562,7 @@ class Executor:
             if capture.done.is_set():
                 state.logs.append(((first, 1, 1), _run_log(group.ids, 1, capture)))
             if exc is not None:
-                for pid in group.ids:
+                for pid in _scoped(prepared.inp, group):
                     state.results[(pid, 1, 0)] = _transport(PropertyRun(pid, ()), 1, exc)
                 return
             for o in outcomes:
@@ -590,13 +591,17 @@ class Executor:
         bound_ms = manifest.clock_bound_ms
         if inp.variant_bound_ms:
             bound_ms = min(bound_ms, inp.variant_bound_ms) if bound_ms else inp.variant_bound_ms
-        (paths.readable / BATCH_NAME).write_text(
-            json.dumps({"bound_ms": bound_ms, "order": nodes}), encoding="utf-8"
-        )
+        scoped = _scoped(inp, group)
+        members = [(pid, node_arguments(by_id[pid].command, manifest.allowed_commands))
+                   for pid in scoped]  # fmt: skip
+        batch: dict[str, object] = {"bound_ms": bound_ms, "order": nodes}
+        if len(scoped) < len(group.ids):  # every module collected, only the scope's tests run
+            batch["run"] = [n for _, own in members for n in own]
+        (paths.readable / BATCH_NAME).write_text(json.dumps(batch), encoding="utf-8")
         (paths.readable / BATCH_NAME).chmod(0o444)
         index = _write_variants(paths.run_dir / VARIANTS_NAME, inp.variants)
         n = len(inp.variants)
-        deadline_s = variants_deadline_s(bound_ms / 1000, len(group.ids), n)
+        deadline_s = variants_deadline_s(bound_ms / 1000, len(scoped), n)
         nonce = secrets.token_hex(16)
         spec = self._spec(
             prepared,
@@ -630,8 +635,6 @@ class Executor:
             ended = f"OOM-killed at {self.policy.memory_bytes} bytes"
         elif done.timed_out:
             ended = f"past its deadline of {int(deadline_s * 1000)} ms"
-        members = [(pid, node_arguments(by_id[pid].command, manifest.allowed_commands))
-                   for pid in group.ids]  # fmt: skip
         outcomes = variant_outcomes(
             records, members, n, ended=ended, bound_text=f"clock bound {bound_ms} ms exceeded"
         )
@@ -833,6 +836,12 @@ class Executor:
 
 
 VARIANT_MARGIN_S = 5.0  # with variants: a pair's start and end, beyond its bounds
+
+
+def _scoped(inp: ExecuteInput, group: Group) -> list[str]:
+    """The group's members whose tests run in each variant (``variant_scope``; empty: all)."""
+    scope = set(inp.variant_scope)
+    return [pid for pid in group.ids if not scope or pid in scope]
 
 
 def variants_deadline_s(bound_s: float, properties: int, variants: int) -> float:

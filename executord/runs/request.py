@@ -66,3 +66,5 @@ class ExecuteInput:
     #: Module variants (mutation v2): each group runs once per variant, in one sandbox.
     variants: tuple[Variant, ...] = ()
     variant_bound_ms: int = 0  # with variants: each test's bound is min(signed bound, this) if > 0
+    #: With variants: the properties whose tests run in each variant (empty: all).
+    variant_scope: tuple[str, ...] = ()

@@ -268,4 +268,5 @@ def _to_input(request: executor_pb2.ExecuteRequest) -> ExecuteInput:
         ),
         variants=tuple(Variant(path=v.path, source=bytes(v.source)) for v in request.variants),
         variant_bound_ms=request.variant_bound_ms,
+        variant_scope=tuple(request.variant_scope),
     )

@@ -53,7 +53,7 @@ class TreeEntry(_message.Message):
     def __init__(self, path: _Optional[str] = ..., digest: _Optional[str] = ..., size: _Optional[int] = ..., executable: _Optional[bool] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "fixture_envelope", "workspace", "fixture_root", "properties", "runs", "targets", "isolation", "environment", "judge", "source_roots", "production", "variants", "variant_bound_ms")
+    __slots__ = ("request_id", "fixture_envelope", "workspace", "fixture_root", "properties", "runs", "targets", "isolation", "environment", "judge", "source_roots", "production", "variants", "variant_bound_ms", "variant_scope")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     FIXTURE_ENVELOPE_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +68,7 @@ class ExecuteRequest(_message.Message):
     PRODUCTION_FIELD_NUMBER: _ClassVar[int]
     VARIANTS_FIELD_NUMBER: _ClassVar[int]
     VARIANT_BOUND_MS_FIELD_NUMBER: _ClassVar[int]
+    VARIANT_SCOPE_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     fixture_envelope: _common_pb2.Envelope
     workspace: _containers.RepeatedCompositeFieldContainer[TreeEntry]
@@ -82,7 +83,8 @@ class ExecuteRequest(_message.Message):
     production: _containers.RepeatedScalarFieldContainer[str]
     variants: _containers.RepeatedCompositeFieldContainer[Variant]
     variant_bound_ms: int
-    def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[CodeTarget, _Mapping]]] = ..., isolation: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., judge: _Optional[str] = ..., source_roots: _Optional[_Iterable[str]] = ..., production: _Optional[_Iterable[str]] = ..., variants: _Optional[_Iterable[_Union[Variant, _Mapping]]] = ..., variant_bound_ms: _Optional[int] = ...) -> None: ...
+    variant_scope: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[CodeTarget, _Mapping]]] = ..., isolation: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., judge: _Optional[str] = ..., source_roots: _Optional[_Iterable[str]] = ..., production: _Optional[_Iterable[str]] = ..., variants: _Optional[_Iterable[_Union[Variant, _Mapping]]] = ..., variant_bound_ms: _Optional[int] = ..., variant_scope: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Variant(_message.Message):
     __slots__ = ("path", "source")

@@ -54,7 +54,10 @@ PROPS = (
 
 
 def _execute(
-    daemon: ExecutorProc, case, variants: tuple[tuple[str, bytes], ...] = ()
+    daemon: ExecutorProc,
+    case,
+    variants: tuple[tuple[str, bytes], ...] = (),
+    scope: tuple[str, ...] = (),
 ) -> ExecutionResult:  # type: ignore[no-untyped-def]
     with ExecutorClient(daemon.address) as client:
         return client.execute(
@@ -68,6 +71,7 @@ def _execute(
             production=("billing",),
             variants=variants,
             variant_bound_ms=4000,
+            variant_scope=scope,
         )
 
 
@@ -213,3 +217,27 @@ def test_the_subjects_zygote_is_seen_by_the_code_under_test_and_out_of_its_reach
     assert [g[:2] for g in got] == [(1, "pass"), (2, "pass"), (3, "pass")], got
     err = "".join(log.stderr for log in result.logs)
     assert "supervisor: forked by the zygotes: judge 6, subject 6" in err, err
+
+
+def test_a_variant_scope_runs_only_its_properties_tests_over_the_wire(
+    executor_daemon: ExecutorProc, operator_key, tmp_path: Path
+) -> None:
+    """The mutation stage's scope (the covering properties): one sandbox for the group, only the
+    scope's outcomes, the mutant killed and the control passing."""
+    case = billing_case(
+        tmp_path, operator_key.signer, properties=PROPS,
+        extra_files={"properties/test_clean.py": CLEAN},
+    )  # fmt: skip
+    disk = (case.workspace / MODULE).read_bytes()
+    unclamped = disk.replace(CLAMP.encode(), b"used = min(used_days, period_days)")
+    since = time.time() - 1
+    result = _execute(
+        executor_daemon, case, ((MODULE, unclamped), (MODULE, disk)), scope=("b.non_negative",)
+    )
+    assert result.transport == (), result.transport
+    assert len(containers_created_since(since, executor_daemon.instance)) == 1
+    got = {(o.property_id, o.variant): (o.outcome, o.failure_kind) for o in result.outcomes}
+    assert got == {
+        ("b.non_negative", 1): ("fail", "assertion"),
+        ("b.non_negative", 2): ("pass", ""),
+    }

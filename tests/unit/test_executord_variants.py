@@ -51,6 +51,9 @@ def _outcomes(report: object) -> dict[tuple[str, int], tuple[str, str]]:
         ({"variants": (Variant("../billing/__init__.py", b""),)}, "variant 1"),
         ({"variants": (Variant("/etc/passwd.py", b""),)}, "variant 1"),
         ({"source_roots": ("src",)}, "not under a source root"),
+        ({"variant_scope": ("p.nope",)}, "'p.nope' is not a property of the request"),
+        ({"variant_scope": ("p.ok", "p.ok")}, "names a property twice"),
+        ({"variants": (), "variant_scope": ("p.ok",)}, "variant_scope without variants"),
     ],
 )
 def test_variants_are_refused_before_any_container(
@@ -129,6 +132,39 @@ def test_each_group_gets_its_own_sandbox_holding_every_variant(
     assert len(rig.runtime.created) == (2 if isolation == "run" else 3)
     assert set(_outcomes(report)) == {(p, n) for p in ("p.ok", "p.two", "p.other") for n in (1, 2)}
     assert set(_outcomes(report).values()) == {("pass", "")}
+
+
+def test_a_variant_scope_collects_the_whole_group_and_runs_only_its_own_tests(
+    tmp_path: Path,
+) -> None:
+    """``variant_scope`` (the covering properties): the group's batch still orders every member's
+    node ids (its test modules are collected as in the suite's run) and names only the scope's
+    to run; only the scope's outcomes come back; a group without a member in the scope does not
+    run at all; the deadline counts the scope's tests."""
+    other = PropertyRun("p.other", (*CMD, "-x", "properties/test_x.py::test_other"))
+    seen: list[tuple[dict[str, object], dict[str, object]]] = []
+
+    def script(spec: object) -> FakeRun:
+        run_dir = Path(next(m.source for m in spec.mounts if m.target == RUN))  # type: ignore[attr-defined]
+        info = Path(next(m.source for m in spec.mounts if m.target == "/patchgate/info"))  # type: ignore[attr-defined]
+        seen.append((json.loads((info / "batch.json").read_text()),
+                     json.loads((run_dir / SUPERVISOR_CONFIG).read_text())))  # fmt: skip
+        return FakeRun()
+
+    rig = _rig(tmp_path, FakeRuntime(script=script), clock_bound_ms=5000)
+    report = _execute(
+        rig, properties=(OK, SECOND, other), variants=(V1, V2), runs=1, variant_scope=("p.ok",)
+    )
+    assert len(rig.runtime.created) == 1
+    assert set(_outcomes(report)) == {("p.ok", 1), ("p.ok", 2)}
+    ((batch, cfg),) = seen
+    assert sorted(batch["order"]) == sorted([NODE_OK, NODE_TWO])  # type: ignore[arg-type]
+    assert batch["run"] == [NODE_OK]
+    assert cfg["deadline_ms"] == int(variants_deadline_s(5.0, 1, 2) * 1000) - 3000
+    # without a scope every member runs (no "run" list)
+    seen.clear()
+    _execute(rig, properties=(OK, SECOND), variants=(V1,), runs=1)
+    assert "run" not in seen[0][0]
 
 
 def test_the_variant_bound_is_the_smaller_one_and_the_deadline_covers_every_variant(

@@ -438,3 +438,43 @@ def test_the_judge_zygote_leaves_out_the_plugins_the_argv_blocks() -> None:
         "hypothesispytest",
         "patchgate",
     }
+
+
+def test_a_batch_that_names_what_to_run_collects_every_module_and_runs_only_that(
+    tmp_path: Path,
+) -> None:
+    """A variant's run with a ``run`` list (the covering properties' node ids): every test module
+    of the batch is still collected (imported: the suite's run imported it too), only the named
+    tests run, and they alone are reported."""
+    other = """\
+import os
+
+with open(os.path.join(os.path.dirname(__file__), "..", "collected"), "a") as fh:
+    fh.write("w\\n")
+
+def test_w():
+    assert False
+"""
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS,
+                          "tests/test_w.py": other})  # fmt: skip
+    (tmp_path / "variants.bin").write_bytes(MUTANT.encode() + ON_DISK.encode())
+    batch = {"bound_ms": 0, "order": [*NODES, "tests/test_w.py::test_w"], "run": [NODES[0]]}
+    (tmp_path / "batch.json").write_text(json.dumps(batch))
+    path = str(tmp_path / "src/pgshop/__init__.py")
+    cfg_path = supervisor_config(
+        tmp_path,
+        ["tests/test_v.py", "tests/test_w.py"],
+        variants_file=str(tmp_path / "variants.bin"),
+        variants=[
+            {"path": path, "offset": 0, "size": len(MUTANT.encode())},
+            {"path": path, "offset": len(MUTANT.encode()), "size": len(ON_DISK.encode())},
+        ],
+    )
+    cfg = json.loads(cfg_path.read_text())
+    cfg["judge"]["env"]["PATCHGATE_REPORT_BATCH"] = str(tmp_path / "batch.json")
+    cfg_path.write_text(json.dumps(cfg))
+    code, records, err = run_supervisor(cfg_path)
+    assert code == 0, err
+    items = [(r["nodeid"], r["outcome"]) for r in records if r["kind"] == "item"]
+    assert items == [(NODES[0], "fail"), (NODES[0], "pass")], err
+    assert (tmp_path / "collected").read_text() == "w\nw\n"

@@ -68,11 +68,11 @@ class Fake:
     def execute(self, *, workspace: Path, properties: Sequence[PropertyPin], runs: int = 2,
                 targets: Sequence[tuple[str, int, int, str]] = (),
                 variants: Sequence[tuple[str, bytes]] = (), variant_bound_ms: int = 0,
-                **_: Any) -> ExecutionResult:  # fmt: skip
+                variant_scope: Sequence[str] = (), **_: Any) -> ExecutionResult:  # fmt: skip
         assert (runs, tuple(targets)) == (1, ())
         assert (workspace / "m.py").read_bytes() == SRC  # the files on disk stay the patched ones
         self.batches.append({"props": tuple(p.id for p in properties), "variants": list(variants),
-                             "bound": variant_bound_ms})  # fmt: skip
+                             "bound": variant_bound_ms, "scope": tuple(variant_scope)})  # fmt: skip
         fault = self.faults.pop(0) if self.faults else ""
         if fault == "transport":
             raise TransportError("unavailable", "gone")
@@ -183,11 +183,13 @@ def test_the_cap_draws_a_sample_and_records_its_seed(tmp_path: Path) -> None:
     assert out.record["symbols"]["m.f"]["seed"] == m.seed
 
 
-def test_the_batch_runs_the_covering_properties_whole_group(tmp_path: Path) -> None:
-    """Every member of a covering property's command-prefix group runs with each variant (the
-    same test modules as the suite); only covering properties are counted."""
+def test_the_batch_collects_the_covering_properties_whole_group(tmp_path: Path) -> None:
+    """Every member of a covering property's command-prefix group goes with each variant (the
+    same test modules collected as in the suite); only the covering properties run (the scope)
+    and are counted."""
     out, fake, _ = _run(tmp_path, [], k=2, props=(STRONG,), suite=(OTHER,))
     assert fake.batches[0]["props"] == ("p.strong", "p.other")
+    assert fake.batches[0]["scope"] == ("p.strong",)
     assert "p.other" not in out.results["m.f"].controls
 
 

@@ -9,12 +9,14 @@ always get the same mutants). One ``Execute`` per symbol, a **batch**:
 
 * the variants are the mutants plus at least ``required_controls(min_mutation_score)`` controls
   (the unmutated source, served the same way), in an order drawn from the OS's randomness: the
-  executor runs the batch in one sandbox per command-prefix group, a fresh judge/subject pair per
-  variant, the subject loading the variant's module from memory (the file on disk stays the
-  patched one), so neither reading a file nor the order tells a control from a mutant;
+  executor runs the batch in one sandbox per command-prefix group, a judge/subject pair per
+  variant (forked by the roles' zygotes), the subject loading the variant's module from memory
+  (the file on disk stays the patched one), so neither reading a file nor the order tells a
+  control from a mutant;
 * the properties are the suite's command-prefix groups that hold a covering property, every
-  member of them, so each variant run collects the same test modules and runs the same node ids
-  in the same order as the suite's first run; only the covering properties' outcomes count;
+  member of them, so each variant run collects the same test modules as the suite's first run;
+  only the covering properties' node ids run (``variant_scope``), in the suite's order, and only
+  their outcomes come back;
 * each variant run's clock bound is min(clock bound, max(1 s, 5 x the slowest covering
   property's suite-run time)).
 
@@ -83,6 +85,7 @@ class MutantClient(Protocol):
         isolation: str = "run",
         variants: Sequence[tuple[str, bytes]] = (),
         variant_bound_ms: int = 0,
+        variant_scope: Sequence[str] = (),
     ) -> ExecutionResult:
         """Run a batch; refusals raise RefusedError, transport failures TransportError."""
         ...
@@ -307,6 +310,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                 request_id=f"{expected_digest[:12]}-mutation-{b.n}{suffix}",
                 targets=(), isolation="run",
                 variants=[(b.path, v.source) for v in b.variants], variant_bound_ms=b.bound_ms,
+                variant_scope=b.covering,
             )  # fmt: skip
         except RefusedError as exc:
             say(f"[mutation] {b.symbol}: {client.address} refused ({exc.code}): {exc.reason}")
