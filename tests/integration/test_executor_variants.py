@@ -75,15 +75,21 @@ def _execute(
         )
 
 
-def test_variants_run_in_one_sandbox_and_each_is_judged_alone(
-    executor_daemon: ExecutorProc, operator_key, tmp_path: Path
-) -> None:
+def _clean_case(tmp_path: Path, operator_key):  # type: ignore[no-untyped-def]
+    """The billing case with PROPS and the clean-state test; its module's bytes and a mutant
+    the non_negative property's predicate kills (the clamp taken off)."""
     case = billing_case(
         tmp_path, operator_key.signer, properties=PROPS,
         extra_files={"properties/test_clean.py": CLEAN},
     )  # fmt: skip
     disk = (case.workspace / MODULE).read_bytes()
-    unclamped = disk.replace(CLAMP.encode(), b"used = min(used_days, period_days)")
+    return case, disk, disk.replace(CLAMP.encode(), b"used = min(used_days, period_days)")
+
+
+def test_variants_run_in_one_sandbox_and_each_is_judged_alone(
+    executor_daemon: ExecutorProc, operator_key, tmp_path: Path
+) -> None:
+    case, disk, unclamped = _clean_case(tmp_path, operator_key)
     raises = disk.replace(b"if period_days <= 0:", b"if period_days > 0:")
     assert unclamped != disk != raises
     variants = (
@@ -224,12 +230,7 @@ def test_a_variant_scope_runs_only_its_properties_tests_over_the_wire(
 ) -> None:
     """The mutation stage's scope (the covering properties): one sandbox for the group, only the
     scope's outcomes, the mutant killed and the control passing."""
-    case = billing_case(
-        tmp_path, operator_key.signer, properties=PROPS,
-        extra_files={"properties/test_clean.py": CLEAN},
-    )  # fmt: skip
-    disk = (case.workspace / MODULE).read_bytes()
-    unclamped = disk.replace(CLAMP.encode(), b"used = min(used_days, period_days)")
+    case, disk, unclamped = _clean_case(tmp_path, operator_key)
     since = time.time() - 1
     result = _execute(
         executor_daemon, case, ((MODULE, unclamped), (MODULE, disk)), scope=("b.non_negative",)
