@@ -47,6 +47,19 @@ def test_production_names_come_from_the_source_roots_not_the_oracle(tmp_path: Pa
     assert production_names(tmp_path, ("src",), ()) == (("src",), ("textkit",))
 
 
+def test_a_namespace_package_under_a_source_root_is_production(tmp_path: Path) -> None:
+    """PEP 420: ``src/acme/tools/rates.py`` with no ``__init__.py`` on the way is production
+    code; were ``acme`` not named, its imports would run in the judge. At the root a directory
+    without ``__init__.py`` (``tests/``, ``docs/``) is not taken for one, and a directory of data
+    only is no package."""
+    for rel in ("src/acme/tools/rates.py", "src/plain/__init__.py", "src/data/notes.txt",
+                "docs/conf.py", "tests/test_x.py"):  # fmt: skip
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    assert production_names(tmp_path, ("src",), ()) == (("src",), ("acme", "plain"))
+    assert production_names(tmp_path, ("",), ("tests/",))[1] == ()
+
+
 def test_every_execute_carries_the_judge_mode() -> None:
     seen: dict[str, object] = {}
 

@@ -15,6 +15,7 @@ patch adds included): each source root's ``.py`` modules and packages (a directo
 from __future__ import annotations
 
 import fnmatch
+import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,13 +63,18 @@ def production_names(
             where = f"{rel}/{entry.name}" if rel else entry.name
             if (where + "/").startswith(oracle) or where.startswith(oracle):
                 continue
-            name = _module_name(entry)
+            name = _module_name(entry, namespaces=bool(rel))
             if name is not None:
                 names.add(name)
     return tuple(sent), tuple(sorted(names))
 
 
-def _module_name(entry: Path) -> str | None:
+def _module_name(entry: Path, *, namespaces: bool) -> str | None:
+    """The top-level module ``entry`` is: a ``.py`` file (not a test), a package, or — under a
+    source root of its own (``src``), where every directory is code — a namespace package (no
+    ``__init__.py``; PEP 420) holding a ``.py`` file: its modules are production code too, and
+    were they not named here they would run in the judge. At the repository root (``.``) a
+    directory without ``__init__.py`` is not taken for one: ``tests/``, ``docs/``, ``scripts/``."""
     try:
         mode = entry.lstat().st_mode
     except OSError:
@@ -83,5 +89,15 @@ def _module_name(entry: Path) -> str | None:
             if stat.S_ISREG(init.lstat().st_mode):
                 return entry.name
         except OSError:
-            return None
+            pass
+        if namespaces and _holds_python(entry):
+            return entry.name
     return None
+
+
+def _holds_python(top: Path) -> bool:
+    """A ``.py`` file somewhere below ``top`` (links not followed)."""
+    for _dirpath, _dirs, files in os.walk(top, followlinks=False):
+        if any(f.endswith(".py") for f in files):
+            return True
+    return False
