@@ -209,3 +209,39 @@ def test_a_bad_config_or_no_socket_starts_no_child(
     assert code == status, err
     assert records == []
     assert not marker.exists()
+
+
+def test_a_namespace_package_runs_in_the_subject_and_is_proxied_in_the_judge(
+    tmp_path: Path,
+) -> None:
+    """PEP 420 (issue 24): ``src/acme/tools/rates.py`` with no ``__init__.py`` on the way. With
+    ``acme`` a production name (the client names it, client.gate.runs.judging) the judge holds
+    proxies of the namespace package and its module, and the code runs in the subject's
+    process, not the judge's."""
+    write_tree(tmp_path, {
+        "src/acme/tools/rates.py": """
+            import os
+
+            def rate(x):
+                return x * 2
+
+            def where():
+                return os.getpid()
+        """,
+        "tests/test_ns.py": """
+            import os
+            import sys
+
+            from acme.tools import rates
+
+            def test_served_by_the_subject():
+                assert rates.rate(21) == 42
+                assert rates.where() != os.getpid()
+                assert type(sys.modules["acme"]).__name__ == "ProxyModule"
+                assert type(sys.modules["acme.tools.rates"]).__name__ == "ProxyModule"
+        """,
+    })  # fmt: skip
+    cfg = supervisor_config(tmp_path, ["tests/test_ns.py"], production=["acme"])
+    code, records, err = run_supervisor(cfg)
+    items = [(r["nodeid"], r["outcome"]) for r in records if r["kind"] == "item"]
+    assert (code, items) == (0, [("tests/test_ns.py::test_served_by_the_subject", "pass")]), err
