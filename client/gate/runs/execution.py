@@ -324,12 +324,16 @@ class _LaneRun:
         return _Job(tuple(again), job.attempt + 1, avoid=address) if again else None
 
 
-def _allowed(envelope: Envelope) -> tuple[tuple[str, ...], ...]:
-    """The signed allowed commands (to find each command's prefix); none if unreadable."""
+def signed_terms(envelope: Envelope | None) -> tuple[tuple[tuple[str, ...], ...], int]:
+    """The signed allowed commands (to find each command's prefix) and clock bound; none and 0
+    when there is no readable envelope."""
+    if envelope is None:
+        return (), 0
     try:
-        return parse_fixture_statement(envelope.payload)[0].allowed_commands
+        m = parse_fixture_statement(envelope.payload)[0]
     except (EnvelopeError, ValueError, KeyError, TypeError):
-        return ()
+        return (), 0
+    return m.allowed_commands, m.clock_bound_ms
 
 
 def run_lane(
@@ -377,7 +381,7 @@ def run_lane(
     if isolation == "property":
         jobs = [_Job((p,)) for p in suite]
     else:
-        chunks = plan_chunks(suite, _allowed(envelope), len(slots), costs or {})
+        chunks = plan_chunks(suite, signed_terms(envelope)[0], len(slots), costs or {})
         jobs = [_Job(tuple(c)) for c in chunks]
     sched = _Scheduler(jobs, addresses)
 

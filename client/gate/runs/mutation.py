@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from client.analysis.mutation.mutants import Mutant, changed_lines, make_mutants
-from client.gate.runs.execution import default_concurrency
+from client.gate.runs.execution import default_concurrency, signed_terms
 from client.gate.runs.judging import JudgeMode
 from client.gate.runs.targets import SymbolSite, TargetedClient, executed_by
 from client.gate.settings import CheckSettings
@@ -51,8 +51,8 @@ from client.verdict.admission import covering
 from client.verdict.credit import CreditReport, MutationResult, required_controls, score
 from client.verdict.stability import Stability
 from patchgate.batching import group_properties
-from patchgate.envelope import Envelope, parse_fixture_statement
-from patchgate.errors import EnvelopeError, RefusedError, TransportError
+from patchgate.envelope import Envelope
+from patchgate.errors import RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
 from patchgate.pins import PropertyPin
@@ -163,17 +163,6 @@ def classify(o: RunOutcome) -> str:
     return "crashed"
 
 
-def _allowed(envelope: Envelope | None) -> tuple[tuple[tuple[str, ...], ...], int]:
-    """The signed allowed commands and clock bound (none, 0 when there is no readable envelope)."""
-    if envelope is None:
-        return (), 0
-    try:
-        m = parse_fixture_statement(envelope.payload)[0]
-    except (EnvelopeError, ValueError, KeyError, TypeError):
-        return (), 0
-    return m.allowed_commands, m.clock_bound_ms
-
-
 def _groups_with(
     suite: Sequence[PropertyPin], covering: Sequence[str], allowed: Sequence[Sequence[str]]
 ) -> tuple[PropertyPin, ...]:
@@ -234,7 +223,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
     """Make and run the mutation batches of every candidate symbol (symbol -> the properties
     that would credit it); see the module docstring."""
     t0 = time.monotonic()
-    allowed, clock_ms = _allowed(envelope)
+    allowed, clock_ms = signed_terms(envelope)
     controls_n = required_controls(min_score)
     results: dict[str, MutationResult] = {}
     per_symbol: dict[str, dict[str, Any]] = {}
