@@ -11,7 +11,11 @@ the lock before its first byte is written (the reservation counts in the total a
 when the upload fails or becomes a stored blob), so concurrent uploads cannot overshoot: when a
 new blob would not fit, the least recently used blobs that no in-flight execution references are
 evicted; when that is not enough, or the disk itself is full, the upload is refused with
-ResourceExhausted and nothing of it is left.
+ResourceExhausted and nothing of it is left. Reservations grow as bytes arrive, so uploads in
+flight together may outgrow the bound when each alone would fit: then the **oldest** upload in
+flight waits (at most ``GROW_WAIT_S``) for the space the younger ones hold, and a younger one that
+cannot grow is refused at once and gives its space back. Without that order, three uploads
+growing side by side could all be refused.
 
 Shared directory: the running total is per process. Each store holds a shared ``flock`` on
 ``<root>/.users``; when another process holds one too, the index is rebuilt by a scan before a
@@ -49,6 +53,7 @@ TMP_PREFIX = ".upload-"
 #: declared 2 GiB holds what it wrote and at most this much more, never its whole declared size
 #: (a thousand stalled uploads hold 64 MiB, not the store).
 RESERVE_STEP = 64 << 10
+GROW_WAIT_S = 30.0  # how long the oldest upload in flight waits for the younger ones' space
 
 
 def is_digest(text: str) -> bool:
@@ -137,27 +142,28 @@ class _Reservation:
     """Space an upload holds in the running total until it is stored or released (once); it
     grows as bytes arrive (``grow``), never far ahead of them."""
 
-    def __init__(self, store: BlobStore, size: int) -> None:
+    def __init__(self, store: BlobStore, size: int, seq: int = 0) -> None:
         self._store = store
         self.size = size
+        self.seq = seq  # its place among the uploads in flight (the oldest may wait to grow)
         self._open = True
 
     def grow(self, more: int) -> None:
         """Hold ``more`` bytes too (evicting if needed; ResourceExhausted when they do not fit)."""
-        self._store._grow(more)
+        self._store._grow(more, self)
         self.size += more
 
     def commit(self, digest: str) -> None:
         """The blob is in place: its bytes move from reserved to stored."""
         if self._open:
             self._open = False
-            self._store._settle(self.size, digest)
+            self._store._settle(self.size, digest, self.seq)
 
     def release(self) -> None:
         """The upload failed or was not needed: give the space back."""
         if self._open:
             self._open = False
-            self._store._settle(self.size, None)
+            self._store._settle(self.size, None, self.seq)
 
 
 class _Writer:
@@ -216,6 +222,9 @@ class BlobStore:
         self.tmp_dir = self.root / "tmp"
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._space = threading.Condition(self._lock)  # a reservation given back or settled
+        self._flight: set[int] = set()  # the seqs of the reservations open
+        self._seq = 0
         self._refs: Counter[str] = Counter()
         self._upload_ms: dict[str, int] = {}
         self._scan = scan
@@ -425,7 +434,9 @@ class BlobStore:
             self._refresh()
             self._make_room(size)
             self._reserved += size
-        return _Reservation(self, size)
+            self._seq += 1
+            self._flight.add(self._seq)
+            return _Reservation(self, size, self._seq)
 
     def _track(self, tmp: str, writing: bool) -> None:
         with self._lock:
@@ -434,16 +445,32 @@ class BlobStore:
             else:
                 self._writing.discard(tmp)
 
-    def _grow(self, size: int) -> None:
+    def _grow(self, size: int, room: _Reservation) -> None:
+        """``size`` more bytes for ``room``: the oldest upload in flight waits for the space the
+        younger ones hold (they are refused when they cannot grow, and give it back); any other
+        is refused at once."""
         with self._lock:
-            self._make_room(size)
+            until = time.monotonic() + GROW_WAIT_S
+            while True:
+                try:
+                    self._make_room(size)
+                    break
+                except ResourceExhausted:
+                    others = self._reserved - room.size
+                    oldest = room.seq == min(self._flight, default=room.seq)
+                    left = until - time.monotonic()
+                    if not oldest or others <= 0 or left <= 0:
+                        raise
+                    self._space.wait(timeout=min(left, 1.0))
             self._reserved += size
 
-    def _settle(self, size: int, digest: str | None) -> None:
+    def _settle(self, size: int, digest: str | None, seq: int = 0) -> None:
         with self._lock:
             self._reserved -= size
+            self._flight.discard(seq)
             if digest is not None:
                 self._add(digest, size)
+            self._space.notify_all()
 
     def _note(self, digest: str, size: int) -> None:
         with self._lock:

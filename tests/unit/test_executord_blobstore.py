@@ -386,3 +386,51 @@ def test_temp_files_of_a_killed_upload_are_swept_at_start(tmp_path: Path) -> Non
         assert store.used_bytes == 3000
     finally:
         os.close(fd)
+
+
+def test_uploads_that_outgrow_the_bound_together_leave_the_oldest_one_to_finish(
+    tmp_path: Path,
+) -> None:
+    """Three uploads of 20 units under a bound of 30, grown side by side to 10 each: the oldest
+    waits for the space the younger ones hold, the younger ones are refused when they next grow
+    and give it back, and the oldest then fits (before, all three could be refused at once)."""
+    store = BlobStore(tmp_path, 30)
+    a, b, c = (store._reserve(10) for _ in range(3))
+    waiting = threading.Event()
+    grown: list[object] = []
+    real_wait = store._space.wait
+
+    def wait(timeout: float | None = None) -> bool:
+        waiting.set()
+        return real_wait(timeout)
+
+    store._space.wait = wait  # type: ignore[method-assign]
+
+    def oldest() -> None:
+        try:
+            a.grow(10)
+            grown.append("a")
+        except ResourceExhausted as exc:
+            grown.append(exc)
+
+    t = threading.Thread(target=oldest)
+    t.start()
+    assert waiting.wait(timeout=60)  # the oldest is waiting, not refused
+    with pytest.raises(ResourceExhausted):
+        b.grow(10)  # a younger one never waits
+    b.release()
+    t.join(timeout=60)
+    assert grown == ["a"]  # b's space went to the oldest
+    with pytest.raises(ResourceExhausted):
+        c.grow(10)  # refused at once, though the oldest is not waiting now
+    c.release()
+    assert store.used_bytes == 20
+
+
+def test_the_oldest_upload_alone_that_does_not_fit_is_refused_at_once(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path, 30)
+    a = store._reserve(25)
+    with pytest.raises(ResourceExhausted):
+        a.grow(10)  # nobody else holds space: waiting would not help
+    a.release()
+    assert store.used_bytes == 0
