@@ -320,9 +320,8 @@ class Supervisor:
 
     def _launch(self, role: str, env: dict[str, str], fdenv: dict[str, tuple[int, ...]]) -> _Child:
         """The role's process: forked by its zygote when there is one, else started fresh."""
-        z = self.zygotes.get(role)
-        if z is not None:
-            fds = tuple(fd for group in fdenv.values() for fd in group)
+        fds = tuple(fd for group in fdenv.values() for fd in group)
+        if role in self.zygotes:
             index, n = {}, 0
             for name, group in fdenv.items():
                 index[name] = list(range(n, n + len(group)))
@@ -332,7 +331,6 @@ class Supervisor:
                 uid = self.cfg[role]["uid"] if self._switch() else None
                 return _Child(role, _Forked(pid), uid)
         extra = {**env, **{k: ",".join(str(fd) for fd in g) for k, g in fdenv.items()}}
-        fds = tuple(fd for group in fdenv.values() for fd in group)
         return self._start(role, extra, fds)
 
     def _switch(self) -> bool:
@@ -349,6 +347,8 @@ class Supervisor:
                 raise OSError(str(got.get("error") or f"not a process of the {role}'s: {pid!r}"))
         except OSError as exc:
             self.drop_zygote(role, str(exc))
+            if self._switch():  # a process it forked after all holds this run's fds: none may live
+                _kill_all_of(self.cfg[role]["uid"], self.spared())
             return None
         self.forks[role] = self.forks.get(role, 0) + 1
         return pid
@@ -431,7 +431,7 @@ class Supervisor:
         r = self.cfg[role]
         env = {str(k): str(v) for k, v in (r.get("env") or {}).items()}
         env.update(extra)
-        switch = self.cfg.get("switch_users", True) is True
+        switch = self._switch()
         ids: dict[str, Any] = {}
         if switch:
             ids = {"user": r["uid"], "group": r["gid"], "extra_groups": list(r.get("groups", []))}
