@@ -344,8 +344,10 @@ class _Reporter:
         if self.batch.order:
             items.sort(key=lambda it: self.batch.rank(self._prefix + it.nodeid))
         if self.batch.run:
-            keep = [it for it in items if self.batch.selected(self._prefix + it.nodeid)]
-            dropped = [it for it in items if not self.batch.selected(self._prefix + it.nodeid)]
+            keep: list[pytest.Item] = []
+            dropped: list[pytest.Item] = []
+            for it in items:
+                (keep if self.batch.selected(self._prefix + it.nodeid) else dropped).append(it)
             if dropped:
                 config.hook.pytest_deselected(items=dropped)
                 items[:] = keep
