@@ -83,11 +83,20 @@ NODES = [
 ZYGOTES = {"zygotes": False}
 
 
-@pytest.fixture(autouse=True, params=[False, True], ids=["fresh", "zygotes"])
+@pytest.fixture(params=[False, True], ids=["fresh", "zygotes"])
 def zygotes(request: pytest.FixtureRequest) -> Any:
-    """Every test here runs with pairs started fresh and with pairs forked by zygotes."""
+    """A test that runs the supervisor runs with pairs started fresh and with pairs forked by
+    zygotes (the in-process tests need neither)."""
     ZYGOTES["zygotes"] = request.param
     yield request.param
+    ZYGOTES["zygotes"] = False
+
+
+@pytest.fixture
+def forked() -> Any:
+    """Pairs forked by zygotes only (a test of the zygotes themselves)."""
+    ZYGOTES["zygotes"] = True
+    yield True
     ZYGOTES["zygotes"] = False
 
 
@@ -124,6 +133,7 @@ def _judged(records: list[dict[str, Any]], count: int) -> dict[tuple[int, str], 
     return {(o.variant, o.property_id): (o.outcome, o.failure_kind) for o in outs}
 
 
+@pytest.mark.usefixtures("zygotes")
 def test_each_variant_is_served_from_memory_to_its_own_subject(tmp_path: Path) -> None:
     """A mutant (price returns 11) is killed by the predicate; the control (the disk's bytes,
     through the same loader) passes; a variant that raises is the subject's error. Every pair
@@ -150,6 +160,7 @@ def test_each_variant_is_served_from_memory_to_its_own_subject(tmp_path: Path) -
     assert os.listdir(tmp_path / "scratch") == []  # the reset after the last variant too
 
 
+@pytest.mark.usefixtures("zygotes")
 def test_without_a_reset_the_next_variant_would_see_the_last_ones_litter(tmp_path: Path) -> None:
     """The reset test's control: with no reset dirs nothing is removed, so the second pair's
     ``test_starts_clean`` fails."""
@@ -169,6 +180,7 @@ def test_without_a_reset_the_next_variant_would_see_the_last_ones_litter(tmp_pat
     assert items == ["pass", "fail"], err
 
 
+@pytest.mark.usefixtures("zygotes")
 def test_the_variant_bound_ends_a_hanging_variant_and_the_next_one_runs(tmp_path: Path) -> None:
     """The supervisor's clock with variants is min(bound_ms, variant_bound_ms): a variant whose
     code never answers is ``exceeded_bound`` (the subject's hang), the control after it passes."""
@@ -201,6 +213,7 @@ def test_the_variant_bound_ends_a_hanging_variant_and_the_next_one_runs(tmp_path
     ), err
 
 
+@pytest.mark.usefixtures("zygotes")
 def test_a_missing_variants_file_ends_the_run_with_a_reset_failure(tmp_path: Path) -> None:
     write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
     cfg = supervisor_config(
@@ -215,6 +228,7 @@ def test_a_missing_variants_file_ends_the_run_with_a_reset_failure(tmp_path: Pat
     assert "no variants file" in records[0]["detail"]
 
 
+@pytest.mark.usefixtures("zygotes")
 def test_a_malformed_variant_entry_is_a_config_error(tmp_path: Path) -> None:
     write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
     cfg = supervisor_config(tmp_path, ["tests/test_v.py"], variants=[{"path": "x"}])
@@ -373,11 +387,10 @@ def test_a_subject_that_kills_its_zygote_only_makes_the_rest_of_the_batch_fresh(
         assert "zygote" not in err
 
 
+@pytest.mark.usefixtures("forked")
 def test_a_judge_that_is_not_python_m_pytest_starts_fresh_beside_a_forked_subject(
-    tmp_path: Path, zygotes: bool
+    tmp_path: Path,
 ) -> None:
-    if not zygotes:
-        pytest.skip("zygotes only")
     write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
     (tmp_path / "scratch").mkdir()
     (tmp_path / "variants.bin").write_bytes(MUTANT.encode() + ON_DISK.encode())
@@ -440,6 +453,7 @@ def test_the_judge_zygote_leaves_out_the_plugins_the_argv_blocks() -> None:
     }
 
 
+@pytest.mark.usefixtures("zygotes")
 def test_a_batch_that_names_what_to_run_collects_every_module_and_runs_only_that(
     tmp_path: Path,
 ) -> None:
