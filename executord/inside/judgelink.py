@@ -29,6 +29,9 @@ else:  # loaded by patchgate_judge before this module
 __all__ = ["Client"]
 
 MARK = "_patchgate_subject"
+# What the subject may ask of a judge object beside calling it: the flag in its "j" payload and
+# the special method whose presence on the object's type sets it.
+_JUDGE_OPS = {"iter": "__iter__", "next": "__next__", "len": "__len__", "contains": "__contains__"}
 
 
 class Client:
@@ -132,7 +135,7 @@ class Client:
                 if failure:
                     raise failure[0]
                 return self._answer(got)
-            if kind == "call":
+            if kind in ("call", "op"):
                 self._callback(got)
             elif kind in ("out", "log", "warn"):
                 try:
@@ -158,8 +161,11 @@ class Client:
         try:
             fn = self._judge_objs[got.get("obj")]  # type: ignore[index]
             args = [self.decode(a) for a in got.get("args") or ()]
-            kwargs = {str(k): self.decode(v) for k, v in got.get("kwargs") or ()}
-            value = fn(*args, **kwargs)  # type: ignore[operator]
+            if got["k"] == "op":
+                value = _judge_op(fn, got.get("op"), args)
+            else:
+                kwargs = {str(k): self.decode(v) for k, v in got.get("kwargs") or ()}
+                value = fn(*args, **kwargs)  # type: ignore[operator]
             out: dict[str, Any] = {"k": "ok", "id": cid, "value": self.encode(value)}
         except Exception as exc:
             ref = wire.type_ref(type(exc))
@@ -190,7 +196,10 @@ class Client:
             jid = len(self._judge_objs) + 1
             self._judge_objs[jid] = value
             self._judge_ids[id(value)] = jid
-        return ["j", {"id": jid, "callable": callable(value), "name": type(value).__qualname__}]
+        cls = type(value)
+        info: dict[str, Any] = {"id": jid, "callable": callable(value), "name": cls.__qualname__}
+        info.update({k: True for k, attr in _JUDGE_OPS.items() if hasattr(cls, attr)})
+        return ["j", info]
 
     def decode(self, raw: object) -> Any:
         return wire.Decoder(self._rebuild, self.link.caps).decode(raw)
@@ -296,6 +305,20 @@ def _known_class(
     if isinstance(cls, type) and issubclass(cls, BaseException):
         return cls
     return None
+
+
+def _judge_op(obj: object, op: object, args: list[Any]) -> object:
+    """A protocol operation the subject asks of a judge object (a generator, a dict view, a
+    ``range`` the property passes in): run here, in the judge, like a callback."""
+    if op == "iter":
+        return iter(obj)  # type: ignore[call-overload]
+    if op == "next":
+        return next(obj)  # type: ignore[call-overload]  # StopIteration crosses as itself
+    if op == "len":
+        return len(obj)  # type: ignore[arg-type]
+    if op == "contains" and len(args) == 1:
+        return args[0] in obj  # type: ignore[operator]
+    raise TypeError(f"the subject asked an unknown operation {op!r} of a judge object")
 
 
 def _replay(client: Client, got: dict[str, Any]) -> None:

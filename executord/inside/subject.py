@@ -161,6 +161,51 @@ class JudgeObject:
     def __repr__(self) -> str:
         return f"<judge object {self._name}>"
 
+    def _op(self, op: str, *args: object) -> Any:
+        return self._server.op_judge(self._jid, op, args)
+
+
+class _JudgeIterable(JudgeObject):
+    def __iter__(self) -> Any:
+        return self._op("iter")
+
+
+class _JudgeIterator(_JudgeIterable):
+    def __next__(self) -> Any:
+        return self._op("next")
+
+
+class _JudgeSized(JudgeObject):
+    def __len__(self) -> int:
+        n = self._op("len")
+        if type(n) is not int:
+            raise TypeError("len() of a judge object answered a non-int")
+        return n
+
+
+class _JudgeContainer(JudgeObject):
+    def __contains__(self, item: object) -> bool:
+        return bool(self._op("contains", item))
+
+
+_JUDGE_CLASSES: dict[tuple[bool, ...], type[JudgeObject]] = {}
+
+
+def judge_class(payload: dict[str, Any]) -> type[JudgeObject]:
+    """The subject's proxy class of a judge object: only the protocols its type has (a
+    callback that is not iterable stays truthy; a generator answers ``next``)."""
+    flags = tuple(payload.get(k) is True for k in ("iter", "next", "len", "contains"))
+    if flags not in _JUDGE_CLASSES:
+        iterable, iterator, sized, container = flags
+        bases: list[type[JudgeObject]] = [_JudgeIterator] if iterator else []
+        bases += [_JudgeIterable] if iterable and not iterator else []
+        bases += [_JudgeSized] if sized else []
+        bases += [_JudgeContainer] if container else []
+        _JUDGE_CLASSES[flags] = (
+            type("JudgeObject", tuple(bases), {"__slots__": ()}) if bases else JudgeObject
+        )
+    return _JUDGE_CLASSES[flags]
+
 
 class Server:
     """Answers the judge's messages on one link; re-entrant for callbacks."""
@@ -229,7 +274,7 @@ class Server:
         jid = payload.get("id")
         if type(jid) is not int:
             raise wire.WireError("a judge object without an id")
-        return JudgeObject(self, jid, str(payload.get("name", "callback")))
+        return judge_class(payload)(self, jid, str(payload.get("name", "callback")))
 
     def decode(self, raw: object) -> Any:
         return wire.Decoder(self._rebuild, self.caps).decode(raw)
@@ -281,16 +326,24 @@ class Server:
 
     def call_judge(self, jid: int, args: tuple[object, ...], kwargs: dict[str, object]) -> Any:
         """Run a judge callback: send the call, serve the judge's messages until its answer."""
-        if threading.get_ident() != self._owner:
-            raise RuntimeError("a judge callback was called from a thread of the code under test")
-        cid, self._next_call = self._next_call, self._next_call + 1
-        msg = {
+        return self._ask_judge({
             "k": "call",
-            "id": cid,
             "obj": jid,
             "args": [self.export(a) for a in args],
             "kwargs": [[k, self.export(v)] for k, v in kwargs.items()],
-        }
+        })  # fmt: skip
+
+    def op_judge(self, jid: int, op: str, args: tuple[object, ...]) -> Any:
+        """Iterate, size or search a judge object: the operation runs in the judge."""
+        return self._ask_judge(
+            {"k": "op", "obj": jid, "op": op, "args": [self.export(a) for a in args]}
+        )
+
+    def _ask_judge(self, msg: dict[str, Any]) -> Any:
+        if threading.get_ident() != self._owner:
+            raise RuntimeError("a judge callback was called from a thread of the code under test")
+        cid, self._next_call = self._next_call, self._next_call + 1
+        msg["id"] = cid
         with self._lock:
             self.link.send(msg)
         while True:

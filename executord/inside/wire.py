@@ -73,7 +73,9 @@ h      subject handle                  {"id": int, "type": TypeRef, "callable": 
                                        "cls": TypeRef (when the object is a class), "exc": bool
                                        (a class that is an exception type), "package": bool (a
                                        module that is a package)}; judge -> subject: {"id"} only
-j      judge object (callback)         {"id": int, "callable": bool, "name": type qualname}
+j      judge object (callback)         {"id": int, "callable": bool, "name": type qualname,
+                                       "iter"|"next"|"len"|"contains": true when its type has
+                                       __iter__, __next__, __len__, __contains__}
 =====  ==============================  =============================================================
 
 ``TypeRef`` = ``{"module": str, "qualname": str, "mro": [[module, qualname], ...]}`` (the class's
@@ -94,7 +96,11 @@ its fields. A handle sent back to the subject is resolved to the original object
 
 A **judge object** (a callback, a sink the property passes in): any judge value that is not
 plain data, a record or a subject handle. The subject gets a proxy it may call; calling it sends
-a ``call`` to the judge, which runs it in the judge and answers (the link is re-entrant).
+a ``call`` to the judge, which runs it in the judge and answers (the link is re-entrant). A judge
+object whose type is iterable, an iterator, sized or a container (a generator, a ``range``, a
+dict's ``keys()`` the property passes in) is one in the subject too: ``iter``, ``next``, ``len``
+and ``in`` send an ``op`` to the judge and run there; its values cross like any value (no other
+operation: a callback stays truthy, and nothing but these four runs judge code for the subject).
 
 Caps while encoding: nesting depth ``max_depth``, ``max_items`` values, ``max_message`` bytes;
 past a cap the encoder raises ``WireError`` (never truncates). A self-referencing container is
@@ -137,6 +143,9 @@ subject -> judge:
 * ``{"k": "ok", "id", "value": v}`` / ``{"k": "raise", "id", "exc": Exc}``
 * ``{"k": "call", "id", "obj": jid, "args", "kwargs"}`` (a callback) -> the judge answers with
   ``ok``/``raise`` carrying that id; the subject's pending call waits meanwhile
+* ``{"k": "op", "id", "obj": jid, "op": "iter"|"next"|"len"|"contains", "args": [v]}`` (a
+  judge object's protocol, answered like a ``call``; the end of an iterator is a ``raise`` of
+  ``StopIteration``, rebuilt as itself)
 * forwarded effects, sent as they happen during a call, before its reply:
   ``{"k": "out", "stream": "stdout"|"stderr", "text": str}``,
   ``{"k": "log", "name": str, "level": int, "msg": str}``,

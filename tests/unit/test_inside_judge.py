@@ -100,6 +100,18 @@ BILLING = {
         def apply(fn, xs):
             return sorted(xs, key=fn)
 
+        def join(xs):
+            return ", ".join(str(x) for x in xs)
+
+        def size(xs):
+            return len(xs)
+
+        def has(xs, x):
+            return x in xs
+
+        def truthy(x):
+            return bool(x)
+
         def noisy():
             import sys
             assert sys.stdout.encoding == "utf-8"
@@ -267,6 +279,49 @@ def test_callbacks_run_in_the_judge(bill: Any) -> None:
 
     assert bill.apply(key, [1, 3, 2]) == [3, 2, 1]
     assert sorted(seen) == [1, 2, 3]
+
+
+def test_judge_iterables_are_iterated_in_the_judge(bill: Any) -> None:
+    """A generator, a dict view, a range, a map the property passes in (humanize's
+    ``natural_list`` suite): the subject iterates them by asking the judge, lazily."""
+    pulled: list[int] = []
+
+    def gen() -> Any:
+        for i in (1, 2, 3):
+            pulled.append(i)
+            yield i
+
+    assert bill.join(gen()) == "1, 2, 3"
+    assert pulled == [1, 2, 3]
+    assert bill.join({"one": 1, "two": 2}.keys()) == "one, two"
+    assert bill.join(range(1, 4)) == "1, 2, 3"
+    assert bill.join(map(str.upper, ["a", "b"])) == "A, B"
+    assert bill.size({"one": 1, "two": 2}.values()) == 2
+    assert bill.size(range(10)) == 10
+    assert bill.has(range(10), 3) is True
+    assert bill.has(range(10), 30) is False
+
+
+def test_a_callback_is_not_iterable_and_stays_truthy(bill: Any) -> None:
+    def key(x: int) -> int:
+        return x
+
+    assert bill.truthy(key) is True  # no __len__ of its own: bool() asks nothing of the judge
+    with pytest.raises(TypeError) as info:
+        bill.join(key)
+    assert getattr(info.value, "_patchgate_subject", False) is True
+    assert bill.echo(1) == 1
+
+
+def test_a_judge_iterator_that_raises_reaches_the_subject_as_its_exception(bill: Any) -> None:
+    def gen() -> Any:
+        yield 1
+        raise KeyError("from the judge")
+
+    with pytest.raises(KeyError) as info:
+        bill.join(gen())
+    assert getattr(info.value, "_patchgate_subject", False) is True
+    assert bill.echo(2) == 2
 
 
 def test_a_subject_exception_inside_a_callback_keeps_the_link(bill: Any) -> None:
