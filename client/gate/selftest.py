@@ -41,6 +41,7 @@ from client.gate.workspace import base_pins, tree_at
 from client.verdict.flakes import quarantined
 from client.verdict.receipt import build_receipt
 from client.verdict.stability import assess_all
+from patchgate import git
 from patchgate.evidence import Evidence
 from patchgate.ledgers import Receipt, now_utc
 from patchgate.pins import PinSet, ProjectConfig, PropertyPin
@@ -133,14 +134,63 @@ def _suite(s: CheckSettings, pins: PinSet, root: Path) -> tuple[list[PropertyPin
 _NO_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 
 
-def import_hint(texts: Sequence[str], config: ProjectConfig, *, has_src: bool) -> str | None:
-    """The likely cause of an import error on the base, in one line (None: no import error)."""
-    for text in texts:
-        m = _NO_MODULE.search(text)
-        if m is None:
-            continue
-        name = m.group(1).split(".")[0]
+def _uncommitted_module(repo: Path, rev: str, roots: Sequence[str], dotted: str) -> str | None:
+    """The path of module ``dotted`` under a source root when the working tree has it and the
+    revision does not (a generated ``_version.py``, a file git ignores), with why; else None."""
+    parts = dotted.split(".")
+    for root in roots:
+        base = "/".join([*([root] if root else []), *parts])
+        for path in (f"{base}.py", f"{base}/__init__.py"):
+            if not (repo / path).is_file():
+                continue
+            if git.run(repo, "cat-file", "-e", f"{rev}:{path}").returncode == 0:
+                return None
+            ignored = git.run(repo, "check-ignore", "-q", "--", path).returncode == 0
+            return f"{path} ({'git ignores it' if ignored else 'never committed'})"
+    return None
+
+
+def _committed_package(repo: Path, rev: str, roots: Sequence[str], name: str) -> str | None:
+    """The directory of top-level package ``name`` under a source root in ``rev``, or None."""
+    for root in roots:
+        path = "/".join([*([root] if root else []), name])
+        if git.run(repo, "cat-file", "-e", f"{rev}:{path}/__init__.py").returncode == 0:
+            return path
+    return None
+
+
+def import_hint(
+    texts: Sequence[str],
+    config: ProjectConfig,
+    *,
+    has_src: bool,
+    repo: Path | None = None,
+    rev: str | None = None,
+) -> str | None:
+    """The likely cause of an import error on the base, in one line (None: no import error).
+    With ``repo`` and ``rev``: a module the working tree has and the revision lacks is named."""
+    names = list(dict.fromkeys(m.group(1) for t in texts for m in _NO_MODULE.finditer(t)))
+    for dotted in names:
+        if repo is None or rev is None:
+            break
+        missing = _uncommitted_module(repo, rev, config.roots(has_src=has_src), dotted)
+        if missing is not None:
+            return (
+                f"cannot import {dotted!r} in the sandbox: {missing} is in the working tree "
+                f"but not in {rev}, and the suite runs on the committed tree; commit it (git add "
+                "-f for an ignored, generated file such as a version file or compiled catalogs)"
+            )
+    for dotted in names[:1]:
+        name = dotted.split(".")[0]
         roots = ", ".join(r or "." for r in config.roots(has_src=has_src))
+        if repo is not None and rev is not None and "." in dotted:
+            home = _committed_package(repo, rev, config.roots(has_src=has_src), name)
+            if home is not None:
+                return (
+                    f"cannot import {dotted!r} in the sandbox: the package {name} is in {home} "
+                    f"but {rev} has no module {dotted}; a file the project's build generates "
+                    "(a version file, compiled catalogs) must be committed for the sandbox"
+                )
         if config.environment is None:
             return (
                 f"cannot import {name!r} in the sandbox: the base configures no environment, so "
@@ -215,6 +265,8 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
         + [t for log in lane.logs for t in (log.stdout, log.stderr)],
         pins.config,
         has_src=seen.source_roots_src,
+        repo=s.repo,
+        rev=s.base,
     )
     if broken and hint:
         reasons.append(hint)

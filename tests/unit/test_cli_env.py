@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,34 @@ def test_an_import_error_in_a_self_test_names_the_likely_cause() -> None:
     assert hint is not None
     assert "neither in the environment's lock (req.txt) nor under the source roots (.)" in hint
     assert import_hint(["AssertionError: 1 != 2"], env, has_src=False) is None
+
+
+def test_an_import_error_of_a_module_the_revision_lacks_names_the_file(tmp_path: Path) -> None:
+    """humanize's sdist: ``src/humanize/_version.py`` is generated and git-ignored, so the
+    committed tree the sandbox runs on has no ``humanize._version``."""
+    repo = tmp_path / "repo"
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "src" / "pkg" / "__init__.py").write_text("from ._version import v\n")
+    (repo / ".gitignore").write_text("_version.py\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-qm", "base"], check=True)  # fmt: skip
+    (repo / "src" / "pkg" / "_version.py").write_text("v = 1\n")
+    (repo / "src" / "pkg" / "extra.py").write_text("x = 1\n")
+    text = ["E   ModuleNotFoundError: No module named 'pkg._version'"]
+    env = ProjectConfig(environment=EnvironmentConfig(requirements="req.txt"))
+    hint = import_hint(text, env, has_src=True, repo=repo, rev="HEAD")
+    assert hint is not None
+    assert "src/pkg/_version.py (git ignores it) is in the working tree but not in HEAD" in hint
+    untracked = import_hint(["No module named 'pkg.extra'"], env, has_src=True, repo=repo,
+                            rev="HEAD")  # fmt: skip
+    assert untracked is not None
+    assert "src/pkg/extra.py (never committed)" in untracked
+    # absent everywhere: the package is committed, or it is not the project's at all
+    gone = import_hint(["No module named 'pkg.gone'"], env, has_src=True, repo=repo, rev="HEAD")
+    assert gone is not None
+    assert "the package pkg is in src/pkg but HEAD has no module pkg.gone" in gone
+    general = import_hint(["No module named 'other.x'"], env, has_src=True, repo=repo, rev="HEAD")
+    assert general is not None
+    assert "neither in the environment's lock" in general
