@@ -103,11 +103,13 @@ def build_provenance(
     except PatchParseError as exc:
         raise ProvenanceError(f"the patch is not a unified diff: {exc}") from exc
     if draft_id is None or not draft_id.strip():
-        raise ProvenanceError("draft_id is missing")
+        raise ProvenanceError(
+            "draft_id is missing (check --draft-id ID: the draft's id, from the operator)"
+        )
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in draft_id):
         raise ProvenanceError("draft_id contains control characters")
     if drafter is None or not drafter:
-        raise ProvenanceError("drafter is missing")
+        raise ProvenanceError(f"drafter is missing (check --drafter {'|'.join(DRAFTERS)})")
     if drafter not in DRAFTERS:
         raise ProvenanceError(f"drafter {drafter!r} is not one of {', '.join(DRAFTERS)}")
     received = format_clock(clock if clock is not None else dt.datetime.now(dt.UTC))

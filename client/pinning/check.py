@@ -189,6 +189,14 @@ def covers_problems(obj: object, where: str, symbols: SymbolNames, tree_name: st
     return out
 
 
+#: The warning of a pin with no fixture files (``pin check``, ``init``): such a base can be checked
+#: but never admitted (fixture status ``not_applicable``, DESIGN §6).
+NO_FIXTURES = (
+    "pins/fixtures.json pins no file under the fixture root {root!r}: a check of this base is "
+    "never admitted (nothing says which bytes the suite saw); commit one fixture that can "
+    "falsify a claim under it (or set fixture_root) and run patchgate pin fixtures"
+)
+
 #: Assertion classes that are warnings in ``pin check``: the property runs, never credits.
 WARNED_CLASSES = ("fixture_eq", "opaque")
 
@@ -336,6 +344,8 @@ def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinRepor
         where = source.describe(flake_path)
         found, _ = _checked("flakes", raw_flakes, where, lambda r: parse_flakes(r, where))
         problems.extend(found)
+    if raw_fx is not None and not _entries(raw_fx, "files")[1]:
+        warnings.append(NO_FIXTURES.format(root=config.fixture_root))
     return PinReport(
         problems=tuple(problems),
         warnings=tuple(warnings),

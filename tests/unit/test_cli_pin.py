@@ -4,6 +4,7 @@ init → pin fixtures → pin properties --from-pytest → pin check, and their 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,20 @@ def test_init_twice_is_refused_and_nothing_is_overwritten(tmp_path: Path) -> Non
     (line,) = again.stderr.splitlines()
     assert line.startswith("patchgate: refused: pins/fixtures.json, pins/properties.json")
     assert _snapshot(lib) == before
+
+
+def test_init_with_no_fixture_file_warns_that_no_check_is_admitted(tmp_path: Path) -> None:
+    lib = make_library(tmp_path / "textkit")
+    assert not _pg(lib, "init", "--json").stderr  # one fixture file: no warning
+    shutil.rmtree(lib / "pins")
+    (lib / "pyproject.toml").unlink()
+    shutil.rmtree(lib / "fixtures")
+    done = _pg(lib, "init")
+    assert done.returncode == 0
+    assert "fixture files pinned: 0" in done.stdout
+    (warning,) = done.stderr.splitlines()
+    assert warning.startswith("patchgate: warning: pins/fixtures.json pins no file under the ")
+    assert "never admitted" in warning
 
 
 def test_init_json_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from client.cli import main
-from client.pinning.check import check_tree, covers_problems, schema_problems
+from client.pinning.check import NO_FIXTURES, check_tree, covers_problems, schema_problems
 from client.pinning.names import SymbolNames, tree_symbols
 from client.pinning.tree import WorkTree, open_tree
 from patchgate.errors import UsageError
@@ -221,11 +221,12 @@ def test_json_report_shape(lib: Path) -> None:
     """The JSON report lists the problems and the counts."""
     write_pins(lib, [prop("p.a", ["textkit"])])
     data = check_tree(WorkTree(lib)).to_json()
-    (warning,) = data.pop("warnings")  # type: ignore[misc]
+    warning, no_fixtures = data.pop("warnings")  # type: ignore[misc]
     assert warning.endswith(
         "p.a (tests/test_core.py::test_x): opaque, earns no credit: "
         "tests/test_core.py has no test function test_x."
     )
+    assert no_fixtures == NO_FIXTURES.format(root="fixtures")
     assert json.loads(json.dumps(data)) == {
         "ok": True,
         "problems": [],
@@ -295,7 +296,8 @@ def test_pin_check_warns_of_fixture_equality_and_opaque_tests_and_passes(
     assert main(["pin", "check", "--repo", str(lib)]) == 0
     captured = capsys.readouterr()
     warnings = [x for x in captured.err.splitlines() if x.startswith("patchgate: warning:")]
-    assert len(warnings) == 2
+    assert len(warnings) == 3
+    assert "pins no file under the fixture root 'fixtures'" in warnings[2]
     assert "p.fx" in warnings[0]
     assert "fixture_eq" in warnings[0]
     assert "p.none" in warnings[1]
@@ -336,3 +338,19 @@ def test_an_unsafe_node_id_is_a_pin_problem(lib: Path, node: str, why: str) -> N
 def test_an_unsafe_property_id_is_a_pin_problem(lib: Path) -> None:
     write_pins(lib, [prop("../p", ["textkit.core.slugify"])])
     assert any("properties[0].id" in p for p in _problems(lib)), _problems(lib)
+
+
+def test_a_pin_of_no_fixture_files_is_a_warning_and_one_file_silences_it(
+    lib: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """humanize has no fixtures/: ``init`` pinned 0 files and every check was then refused
+    admission (fixture status not_applicable) with nothing said before; now both say it."""
+    write_pins(lib, [prop("p.a", ["textkit"])])
+    assert main(["pin", "check", "--repo", str(lib)]) == 0
+    err = capsys.readouterr().err
+    assert "a check of this base is never admitted" in err
+    write(lib, {"fixtures/rates.json": "{}\n"})
+    assert main(["pin", "fixtures", "--repo", str(lib)]) == 0
+    capsys.readouterr()
+    assert main(["pin", "check", "--repo", str(lib)]) == 0
+    assert "never admitted" not in capsys.readouterr().err

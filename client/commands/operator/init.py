@@ -6,9 +6,11 @@ The work is :mod:`client.pinning.scaffold`; this module parses the flags and pri
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from client.commands._util import print_json
+from client.pinning.check import NO_FIXTURES
 from client.pinning.scaffold import apply_init, plan_init
 from patchgate.errors import UsageError
 
@@ -75,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         skip_untracked=args.skip_untracked,
     )
     apply_init(plan)
+    if not plan.fixture_files:
+        sys.stderr.write(f"patchgate: warning: {NO_FIXTURES.format(root=args.fixture_root)}\n")
     if args.json:
         print_json(
             {
