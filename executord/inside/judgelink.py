@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import datetime
 import logging
 import os
 import sys
 import threading
+import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +64,15 @@ class Client:
     def request(self, kind: str, **fields: Any) -> Any:
         """Send one request and wait for its answer (decoded); raises what the subject raised.
         One request at a time: a test's threads take turns (a callback's own calls re-enter)."""
+        frozen = _frozen_clock()
+        if frozen:
+            raise proxies.Unjudgeable(
+                f"the clock is frozen in the test's process ({frozen}): a time-freezing library "
+                "(freezegun's freeze_time) rebinds the clock where the test runs, never where the "
+                "code under test runs, so the call would read the real time. Pass the time in as "
+                "an argument (when=, now=), or run the check with --judge off (docs/gate.md, "
+                '"The judge")'
+            )
         with self._lock:
             return self._request(kind, fields)
 
@@ -305,6 +316,27 @@ def _known_class(
     if isinstance(cls, type) and issubclass(cls, BaseException):
         return cls
     return None
+
+
+# The clock as the judge found it, before any test module ran (this module is loaded first).
+_CLOCK = {
+    "datetime.datetime": (datetime, "datetime", datetime.datetime),
+    "datetime.date": (datetime, "date", datetime.date),
+    "time.time": (time, "time", time.time),
+    "time.localtime": (time, "localtime", time.localtime),
+    "time.gmtime": (time, "gmtime", time.gmtime),
+}
+
+
+def _frozen_clock() -> str:
+    """Which clock name a test rebound (freezegun replaces these in ``datetime`` and ``time``
+    themselves), as ``name is module.qualname``; empty when the clock is the real one."""
+    for name, (module, attr, real) in _CLOCK.items():
+        now = getattr(module, attr, real)
+        if now is not real:
+            where = getattr(now, "__module__", "?")
+            return f"{name} is {where}.{getattr(now, '__qualname__', '?')}"
+    return ""
 
 
 def _judge_op(obj: object, op: object, args: list[Any]) -> object:

@@ -65,7 +65,8 @@ class _ProxyLoader(importlib.abc.Loader):
         return self._module
 
     def exec_module(self, module: ModuleType) -> None:
-        return None
+        if isinstance(module, proxies.ProxyModule):
+            module._pg_imported()
 
 
 class ProxyFinder(importlib.abc.MetaPathFinder):

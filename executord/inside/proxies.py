@@ -286,10 +286,15 @@ class ProxyModule(ModuleType):
     """A production module in the judge: attribute reads are calls into the subject."""
 
     _pg_handle: Handle
+    _pg_ready = False  # set once the import system has made the module (its dunders are in)
 
     def __init__(self, name: str, handle: Handle) -> None:
         super().__init__(name)
         object.__setattr__(self, "_pg_handle", handle)
+
+    def _pg_imported(self) -> None:
+        """The loader's end: from now on a dunder too is the test's, never the import's."""
+        object.__setattr__(self, "_pg_ready", True)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_pg_") or name in ("__path__", "__file__", "__wrapped__"):
@@ -297,7 +302,8 @@ class ProxyModule(ModuleType):
         return getattr(self._pg_handle, name)
 
     def __setattr__(self, name: str, value: object) -> None:
-        if (name.startswith("__") and name.endswith("__")) or isinstance(value, ProxyModule):
+        dunder = name.startswith("__") and name.endswith("__")
+        if (dunder and not self._pg_ready) or isinstance(value, ProxyModule):
             object.__setattr__(self, name, value)  # the import system's own bookkeeping
             return
         raise Unjudgeable(

@@ -57,7 +57,9 @@ class Pair:
         self.proc, self.client, self.report_r = proc, client, report_r
 
     def module(self, name: str) -> Any:
-        return proxies.ProxyModule(name, self.client.request("import", module=name))
+        module = proxies.ProxyModule(name, self.client.request("import", module=name))
+        module._pg_imported()  # as the judge's loader does at the end of the import
+        return module
 
     def records(self) -> list[dict[str, Any]]:
         """The subject's executed report so far (after it ended)."""

@@ -381,6 +381,35 @@ def test_monkeypatching_production_code_is_a_clear_error(
         monkeypatch.setattr(bill, "prorate", lambda *a: 0)
     with pytest.raises(proxies.Unjudgeable):
         del bill.prorate
+    # humanize's i18n tests set and delete the module's __spec__: a dunder, once the import is
+    # done, is the test's monkeypatching too (before, the judge kept it and the test failed)
+    with pytest.raises(proxies.Unjudgeable, match="monkeypatching production code"):
+        monkeypatch.setattr(bill, "__spec__", None)
+    with pytest.raises(proxies.Unjudgeable):
+        monkeypatch.delattr(bill, "__spec__")
+
+
+def test_a_clock_frozen_in_the_judge_is_a_clear_error(bill: Any) -> None:
+    """freezegun's freeze_time rebinds datetime.datetime (and time.time) in the test's process;
+    the subject reads the real clock, so humanize's naturaltime tests *failed* under the judge
+    ('17 years ago' == 'now'): a property miss no patch caused. Now the call is ``error``."""
+    import datetime as real_dt
+    import time as real_time
+
+    class FakeDatetime(real_dt.datetime):
+        pass
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(real_dt, "datetime", FakeDatetime)
+        with pytest.raises(proxies.Unjudgeable, match=r"clock is frozen .*FakeDatetime") as info:
+            bill.echo(1)
+        assert getattr(info.value, "_patchgate_unjudgeable", False)
+    assert bill.echo(1) == 1  # the real clock again: judged
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(real_time, "time", lambda: 0.0)
+        with pytest.raises(proxies.Unjudgeable, match="time.time is"):
+            bill.echo(2)
+    assert bill.echo(2) == 2
 
 
 def test_a_subject_that_never_answers_times_out(tmp_path: Path) -> None:
