@@ -7,6 +7,7 @@ warnings; and each attack with its control (the same check on honest code passes
 from __future__ import annotations
 
 import concurrent.futures
+import datetime
 import decimal
 import gc
 import logging
@@ -14,6 +15,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -393,21 +395,19 @@ def test_a_clock_frozen_in_the_judge_is_a_clear_error(bill: Any) -> None:
     """freezegun's freeze_time rebinds datetime.datetime (and time.time) in the test's process;
     the subject reads the real clock, so humanize's naturaltime tests *failed* under the judge
     ('17 years ago' == 'now'): a property miss no patch caused. Now the call is ``error``."""
-    import datetime as real_dt
-    import time as real_time
 
-    class FakeDatetime(real_dt.datetime):
+    class FakeDatetime(datetime.datetime):
         pass
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(real_dt, "datetime", FakeDatetime)
+        mp.setattr(datetime, "datetime", FakeDatetime)
         with pytest.raises(proxies.Unjudgeable, match=r"clock is frozen .*FakeDatetime") as info:
             bill.echo(1)
         assert getattr(info.value, "_patchgate_unjudgeable", False)
     assert bill.echo(1) == 1  # the real clock again: judged
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(real_time, "time", lambda: 0.0)
-        with pytest.raises(proxies.Unjudgeable, match="time.time is"):
+        mp.setattr(time, "time", lambda: 0.0)
+        with pytest.raises(proxies.Unjudgeable, match=r"time\.time is"):
             bill.echo(2)
     assert bill.echo(2) == 2
 
