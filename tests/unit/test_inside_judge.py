@@ -412,6 +412,23 @@ def test_a_clock_frozen_in_the_judge_is_a_clear_error(bill: Any) -> None:
     assert bill.echo(2) == 2
 
 
+def test_a_frozen_clock_still_lets_the_phase_markers_through(tmp_path: Path) -> None:
+    """A test module that starts a freeze and never stops it: the begin/end markers run no
+    production code, so they still reach the subject (what ran is still attributed)."""
+
+    class FakeDatetime(datetime.datetime):
+        pass
+
+    with subject(tmp_path, BILLING, ("pgbill",), timeout_s=60) as pair:
+        bill = pair.module("pgbill")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(datetime, "datetime", FakeDatetime)
+            assert pair.client.request("begin", nodeid="t.py::test_x") is None
+            with pytest.raises(proxies.Unjudgeable, match="clock is frozen"):
+                bill.echo(1)
+            assert pair.client.request("end", nodeid="t.py::test_x") is None
+
+
 def test_a_subject_that_never_answers_times_out(tmp_path: Path) -> None:
     with subject(tmp_path, BILLING, ("pgbill",), timeout_s=0.5) as pair:
         bill = pair.module("pgbill")
