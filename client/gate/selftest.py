@@ -134,12 +134,16 @@ def _suite(s: CheckSettings, pins: PinSet, root: Path) -> tuple[list[PropertyPin
 _NO_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 
 
+def _under(root: str, dotted: str) -> str:
+    """The repository path of a dotted name under a source root (``""`` is the top)."""
+    return "/".join([*([root] if root else []), *dotted.split(".")])
+
+
 def _uncommitted_module(repo: Path, rev: str, roots: Sequence[str], dotted: str) -> str | None:
     """The path of module ``dotted`` under a source root when the working tree has it and the
     revision does not (a generated ``_version.py``, a file git ignores), with why; else None."""
-    parts = dotted.split(".")
     for root in roots:
-        base = "/".join([*([root] if root else []), *parts])
+        base = _under(root, dotted)
         for path in (f"{base}.py", f"{base}/__init__.py"):
             if not (repo / path).is_file():
                 continue
@@ -153,7 +157,7 @@ def _uncommitted_module(repo: Path, rev: str, roots: Sequence[str], dotted: str)
 def _committed_package(repo: Path, rev: str, roots: Sequence[str], name: str) -> str | None:
     """The directory of top-level package ``name`` under a source root in ``rev``, or None."""
     for root in roots:
-        path = "/".join([*([root] if root else []), name])
+        path = _under(root, name)
         if git.run(repo, "cat-file", "-e", f"{rev}:{path}/__init__.py").returncode == 0:
             return path
     return None
@@ -170,40 +174,42 @@ def import_hint(
     """The likely cause of an import error on the base, in one line (None: no import error).
     With ``repo`` and ``rev``: a module the working tree has and the revision lacks is named."""
     names = list(dict.fromkeys(m.group(1) for t in texts for m in _NO_MODULE.finditer(t)))
-    for dotted in names:
-        if repo is None or rev is None:
-            break
-        missing = _uncommitted_module(repo, rev, config.roots(has_src=has_src), dotted)
-        if missing is not None:
-            return (
-                f"cannot import {dotted!r} in the sandbox: {missing} is in the working tree "
-                f"but not in {rev}, and the suite runs on the committed tree; commit it (git add "
-                "-f for an ignored, generated file such as a version file or compiled catalogs)"
-            )
-    for dotted in names[:1]:
-        name = dotted.split(".")[0]
-        roots = ", ".join(r or "." for r in config.roots(has_src=has_src))
-        if repo is not None and rev is not None and "." in dotted:
-            home = _committed_package(repo, rev, config.roots(has_src=has_src), name)
-            if home is not None:
+    if not names:
+        return None
+    source_roots = config.roots(has_src=has_src)
+    if repo is not None and rev is not None:
+        for dotted in names:
+            missing = _uncommitted_module(repo, rev, source_roots, dotted)
+            if missing is not None:
                 return (
-                    f"cannot import {dotted!r} in the sandbox: the package {name} is in {home} "
-                    f"but {rev} has no module {dotted}; a file the project's build generates "
-                    "(a version file, compiled catalogs) must be committed for the sandbox"
+                    f"cannot import {dotted!r} in the sandbox: {missing} is in the working tree "
+                    f"but not in {rev}, and the suite runs on the committed tree; commit it (git "
+                    "add -f for an ignored, generated file such as a version file or compiled "
+                    "catalogs)"
                 )
-        if config.environment is None:
+    dotted = names[0]
+    name = dotted.split(".")[0]
+    roots = ", ".join(r or "." for r in source_roots)
+    if repo is not None and rev is not None and "." in dotted:
+        home = _committed_package(repo, rev, source_roots, name)
+        if home is not None:
             return (
-                f"cannot import {name!r} in the sandbox: the base configures no environment, so "
-                "the suite runs with the executor's own Python; name the tests' dependencies in "
-                "a lock ([tool.patchgate.environment] requirements; patchgate init "
-                f"--requirements) — or, if {name} is the project's own package, check "
-                f"source_roots ({roots})"
+                f"cannot import {dotted!r} in the sandbox: the package {name} is in {home} "
+                f"but {rev} has no module {dotted}; a file the project's build generates "
+                "(a version file, compiled catalogs) must be committed for the sandbox"
             )
+    if config.environment is None:
         return (
-            f"cannot import {name!r} in the sandbox: it is neither in the environment's lock "
-            f"({config.environment.requirements}) nor under the source roots ({roots})"
+            f"cannot import {name!r} in the sandbox: the base configures no environment, so "
+            "the suite runs with the executor's own Python; name the tests' dependencies in "
+            "a lock ([tool.patchgate.environment] requirements; patchgate init "
+            f"--requirements) — or, if {name} is the project's own package, check "
+            f"source_roots ({roots})"
         )
-    return None
+    return (
+        f"cannot import {name!r} in the sandbox: it is neither in the environment's lock "
+        f"({config.environment.requirements}) nor under the source roots ({roots})"
+    )
 
 
 def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResult:
