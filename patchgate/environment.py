@@ -9,6 +9,11 @@ resolved, no bytecode, hashes required when the lock has them), normalizes it an
                                 for each file, by the UTF-8 bytes of its path:
                                 "file " + sha256hex + " " + decimal size + " " + path + "\\n")
 
+A build step (``[tool.patchgate.environment.build]``: a command, the input patterns it reads,
+the output patterns it makes) runs after the install, in a sandbox of an executor with no network
+(never on the host): its outputs go into the tree under :data:`OVERLAY` (so they are digested and
+signed with the rest), and the executor lays them onto the materialized workspace at their paths.
+
 Trees are cached by digest (``<cache>/env/<digest>/``) with an index from the build's inputs (the
 lock's bytes, the source roots, the Python version) to the digest, so ``check`` builds once.
 """
@@ -16,6 +21,7 @@ lock's bytes, the source roots, the Python version) to the digest, so ``check`` 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import json
 import os
@@ -25,7 +31,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +41,8 @@ from patchgate.errors import EnvironmentBuildError, PinError, UnsafePathError
 __all__ = [
     "ENVIRONMENT_HEADER",
     "ENVIRONMENT_INFO",
+    "OVERLAY",
+    "BuildStep",
     "Built",
     "EnvironmentConfig",
     "Lock",
@@ -42,6 +50,8 @@ __all__ = [
     "cached_tree",
     "default_cache_dir",
     "environment_digest",
+    "matches",
+    "overlay_files",
     "parse_environment",
     "parse_lock",
     "read_info",
@@ -51,6 +61,10 @@ __all__ = [
 ENVIRONMENT_HEADER = b"patchgate-environment-digest-v1\n"
 ENVIRONMENT_INFO = "patchgate-environment.json"
 """A file at the top of every tree: its source roots and Python version (digested with the rest)."""
+OVERLAY = "patchgate-overlay"
+"""The tree's directory of build outputs, by repository path (not importable: it has a dash)."""
+MAX_BUILD_TIMEOUT_S = 3600
+DEFAULT_BUILD_TIMEOUT_S = 600
 _DROP_DIRS = {"__pycache__", "bin"}
 _DROP_FILES = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 _REQ = re.compile(
@@ -63,27 +77,48 @@ MAX_LOCK_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, kw_only=True)
+class BuildStep:
+    """``[tool.patchgate.environment.build]``: one command, what it reads, what it makes.
+
+    ``inputs`` and ``outputs`` are patterns of repository paths (``*`` within a name, ``**`` any
+    number of directories). The command sees only the inputs (from the base revision); the files
+    it leaves that match an output pattern are the build's outputs.
+    """
+
+    command: tuple[str, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    timeout_s: int = DEFAULT_BUILD_TIMEOUT_S
+
+    def key(self) -> list[object]:
+        """What the cache key holds of the step (with its inputs' bytes, added by the caller)."""
+        return [list(self.command), list(self.inputs), list(self.outputs), self.timeout_s]
+
+    def reads(self, path: str) -> bool:
+        """Whether ``path`` is one of the step's inputs."""
+        return any(matches(p, path) for p in self.inputs)
+
+    def makes(self, path: str) -> bool:
+        """Whether ``path`` is one of the step's outputs."""
+        return any(matches(p, path) for p in self.outputs)
+
+
+@dataclass(frozen=True, kw_only=True)
 class EnvironmentConfig:
-    """``[tool.patchgate.environment]`` of the base: the reviewed lock file."""
+    """``[tool.patchgate.environment]`` of the base: the reviewed lock file, a build step."""
 
     requirements: str
+    build: BuildStep | None = None
 
 
 def parse_environment(val: object, where: str) -> EnvironmentConfig:
-    """The ``environment`` table; build steps are refused (they would need a sandboxed build)."""
+    """The ``environment`` table: ``requirements`` and an optional ``build`` table."""
     field = "tool.patchgate.environment"
     if not isinstance(val, dict):
         raise PinError(where, field, "expected a table with 'requirements'")
     unknown = sorted(set(val) - {"requirements", "build"})
     if unknown:
         raise PinError(where, f"{field}.{unknown[0]}", "unknown setting")
-    if "build" in val:
-        raise PinError(
-            where,
-            f"{field}.build",
-            "build steps (compiling catalogs, generating code) are not supported yet: they must "
-            "run in a network-off sandbox, never on the host; commit the built files instead",
-        )
     req = val.get("requirements")
     if not isinstance(req, str) or not req:
         raise PinError(where, f"{field}.requirements", "expected the path of a requirements file")
@@ -91,7 +126,77 @@ def parse_environment(val: object, where: str) -> EnvironmentConfig:
         validate_path(req)
     except UnsafePathError as exc:
         raise PinError(where, f"{field}.requirements", exc.why) from None
-    return EnvironmentConfig(requirements=req)
+    build = _parse_build(val["build"], where, f"{field}.build") if "build" in val else None
+    return EnvironmentConfig(requirements=req, build=build)
+
+
+def _parse_build(val: object, where: str, field: str) -> BuildStep:
+    if not isinstance(val, dict):
+        raise PinError(where, field, "expected a table with 'command', 'inputs' and 'outputs'")
+    unknown = sorted(set(val) - {"command", "inputs", "outputs", "timeout"})
+    if unknown:
+        raise PinError(where, f"{field}.{unknown[0]}", "unknown setting")
+    command = val.get("command")
+    if (
+        not isinstance(command, list)
+        or not command
+        or not all(isinstance(a, str) and a and "\0" not in a for a in command)
+    ):
+        raise PinError(
+            where,
+            f"{field}.command",
+            'expected a list of arguments (no shell), e.g. ["python", "tools/compile_catalogs.py"]',
+        )
+    patterns = {k: _patterns(val.get(k), where, f"{field}.{k}") for k in ("inputs", "outputs")}
+    timeout = val.get("timeout", DEFAULT_BUILD_TIMEOUT_S)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int)
+        or not (1 <= timeout <= MAX_BUILD_TIMEOUT_S)
+    ):
+        raise PinError(where, f"{field}.timeout", f"expected seconds, 1 to {MAX_BUILD_TIMEOUT_S}")
+    return BuildStep(
+        command=tuple(command),
+        inputs=patterns["inputs"],
+        outputs=patterns["outputs"],
+        timeout_s=timeout,
+    )
+
+
+def _patterns(val: object, where: str, field: str) -> tuple[str, ...]:
+    if not isinstance(val, list) or not val or not all(isinstance(p, str) for p in val):
+        raise PinError(where, field, "expected a non-empty list of path patterns")
+    for p in val:
+        try:
+            validate_path(p.replace("**", "x").replace("*", "x").replace("?", "x"))
+        except UnsafePathError as exc:
+            raise PinError(where, field, f"{p!r}: {exc.why}") from None
+        if p.split("/", 1)[0] == OVERLAY or p in {"**", "*"}:
+            raise PinError(where, field, f"{p!r}: names the whole tree or the overlay; be exact")
+    return tuple(val)
+
+
+def matches(pattern: str, path: str) -> bool:
+    """Whether the repository path ``path`` matches ``pattern``: segments are compared one by
+    one (``*`` and ``?`` within a segment, as :func:`fnmatch.fnmatchcase`), and a ``**``
+    segment matches any number of segments, none included."""
+    return _match(tuple(pattern.split("/")), tuple(path.split("/")))
+
+
+def _match(pat: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    if not pat:
+        return not parts
+    if pat[0] == "**":
+        return any(_match(pat[1:], parts[i:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], pat[0]) and _match(pat[1:], parts[1:])
+
+
+def overlay_files(tree: Path) -> dict[str, Path]:
+    """The build outputs a tree carries, by repository path (none: ``{}``)."""
+    root = tree / OVERLAY
+    if not root.is_dir():
+        return {}
+    return tree_files(root)
 
 
 @dataclass(frozen=True)
@@ -224,9 +329,12 @@ def read_info(tree: Path) -> tuple[str, ...]:
     return roots
 
 
-def _key(lock: bytes, source_roots: Sequence[str]) -> str:
+def _key(lock: bytes, source_roots: Sequence[str], build_key: object = None) -> str:
     h = hashlib.sha256(b"patchgate-environment-key-v1\n")
-    h.update(json.dumps([lock.hex(), list(source_roots), _python()]).encode())
+    material: list[object] = [lock.hex(), list(source_roots), _python()]
+    if build_key is not None:
+        material.append(build_key)
+    h.update(json.dumps(material).encode())
     return h.hexdigest()
 
 
@@ -253,8 +361,15 @@ def build_environment(
     find_links: Sequence[Path] = (),
     no_index: bool = False,
     rebuild: bool = False,
+    build: Callable[[Path], Mapping[str, Path]] | None = None,
+    build_key: object = None,
 ) -> Built:
-    """Build the tree of ``lock`` (or reuse the cached one); EnvironmentBuildError says why not."""
+    """Build the tree of ``lock`` (or reuse the cached one); EnvironmentBuildError says why not.
+
+    ``build``: the build step, given the installed tree; it returns its outputs (repository path
+    to a file), which go under :data:`OVERLAY`. ``build_key``: what identifies that step and its
+    inputs in the cache key (JSON-able).
+    """
     if len(lock) > MAX_LOCK_BYTES:
         raise EnvironmentBuildError(f"{lock_name}: larger than {MAX_LOCK_BYTES} bytes")
     try:
@@ -265,7 +380,7 @@ def build_environment(
         raise EnvironmentBuildError(str(exc)) from None
     env_dir = (cache or default_cache_dir()) / "env"
     env_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    index = env_dir / "index" / _key(lock, source_roots)
+    index = env_dir / "index" / _key(lock, source_roots, build_key)
     if not rebuild and index.is_file():
         digest = index.read_text(encoding="ascii").strip()
         tree = cached_tree(digest, env_dir.parent)
@@ -280,24 +395,52 @@ def build_environment(
         lock_file.write_bytes(lock)
         _pip_install(target, lock_file, lock_name, parsed, find_links, no_index=no_index)
         _normalize(target)
-        info = {"format": 1, "python": _python(), "source_roots": list(source_roots)}
-        (target / ENVIRONMENT_INFO).write_text(
-            json.dumps(info, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8"
-        )
-        (target / ENVIRONMENT_INFO).chmod(0o644)
-        files = tree_files(target)
-        digest = environment_digest(hash_files(files))
-        final = env_dir / digest
-        if not final.is_dir():
-            with contextlib.suppress(OSError):
-                target.rename(final)
-        index.parent.mkdir(exist_ok=True, mode=0o700)
-        tmp = index.with_suffix(".tmp")
-        tmp.write_text(digest + "\n", encoding="ascii")
-        tmp.replace(index)
-        return Built(digest=digest, tree=final, files=len(files), cached=False)
+        if build is not None:
+            # the locked packages alone are a tree of their own too: collection on the operator's
+            # host (``pin properties --from-pytest``) runs with them, without the build outputs
+            plain = work / "plain"
+            shutil.copytree(target, plain, symlinks=True)
+            _store(plain, env_dir, env_dir / "index" / _key(lock, source_roots), source_roots)
+            _overlay(target, build(target))
+        return _store(target, env_dir, index, source_roots)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _store(target: Path, env_dir: Path, index: Path, source_roots: Sequence[str]) -> Built:
+    """Write the info file, digest the tree, move it into the cache, index it by ``index``."""
+    info = {"format": 1, "python": _python(), "source_roots": list(source_roots)}
+    (target / ENVIRONMENT_INFO).write_text(
+        json.dumps(info, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8"
+    )
+    (target / ENVIRONMENT_INFO).chmod(0o644)
+    files = tree_files(target)
+    digest = environment_digest(hash_files(files))
+    final = env_dir / digest
+    if not final.is_dir():
+        with contextlib.suppress(OSError):
+            target.rename(final)
+    index.parent.mkdir(exist_ok=True, mode=0o700)
+    tmp = index.with_suffix(".tmp")
+    tmp.write_text(digest + "\n", encoding="ascii")
+    tmp.replace(index)
+    return Built(digest=digest, tree=final, files=len(files), cached=False)
+
+
+def _overlay(target: Path, outputs: Mapping[str, Path]) -> None:
+    """Put the build outputs under ``target/OVERLAY`` (regular files, mode 0644, mtime 0)."""
+    root = target / OVERLAY
+    if root.exists():
+        raise EnvironmentBuildError(f"environment tree: {OVERLAY}/ is made by the build alone")
+    for path in sorted(outputs):
+        dest = root / validate_path(path)
+        dest.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        shutil.copyfile(outputs[path], dest)
+        dest.chmod(0o644)
+        os.utime(dest, (0, 0))
+    for d in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        if d.exists():
+            d.chmod(0o755)
 
 
 def _pip_install(

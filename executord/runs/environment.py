@@ -6,7 +6,11 @@ executor's own Python (``environment: "executor"`` in the report). The digest is
 the bytes placed in the tree that is mounted, before any container exists; a difference is
 FAILED_PRECONDITION. With an environment the sandbox gets the base interpreter alone (no executor
 venv, its site-packages hidden behind an empty directory), the tree read-only at :data:`ENV`, and
-``PYTHONPATH`` = reporter, environment, the workspace's source roots.
+``PYTHONPATH`` = reporter, environment, the workspace's source roots. A tree that carries build
+outputs (``patchgate-overlay/``, made by the base's build step in a sandbox) has them laid onto the
+workspace at their repository paths before it is mounted (under the fixture root: beside the
+pinned fixture files, which the fixture digest still covers alone); a workspace or fixture tree
+that already has a file there is FAILED_PRECONDITION (the client refuses such a patch as R7 first).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from executord.runs.request import ExecuteInput, TreeItem
 from executord.sandbox.container import Mount
 from executord.store.blobstore import is_digest
 from patchgate.digest import Manifest, hash_files, validate_path
-from patchgate.environment import environment_digest, read_info, tree_files
+from patchgate.environment import environment_digest, overlay_files, read_info, tree_files
 from patchgate.errors import EnvironmentBuildError, UnsafePathError
 
 __all__ = [
@@ -28,6 +32,7 @@ __all__ = [
     "EXECUTOR_ENVIRONMENT",
     "MAX_ENVIRONMENT_FILES",
     "Bare",
+    "apply_overlay",
     "check_environment",
     "materialize_environment",
     "python_path",
@@ -103,6 +108,28 @@ def materialize_environment(
         if d.is_dir():
             d.chmod(0o755)
     return roots
+
+
+def apply_overlay(
+    env_dir: Path,
+    workspace: Path,
+    fixtures: tuple[str, Path],
+    place: Callable[[Path, Path], None],
+) -> int:
+    """Lay the tree's build outputs onto the materialized workspace (those under the fixture
+    root, ``fixtures`` = (root, its directory), into the fixture tree beside the pinned files,
+    which they may not replace); how many there were."""
+    files = overlay_files(env_dir)
+    root, fixture_dir = fixtures
+    prefix = root.strip("/") + "/"
+    for path in sorted(files):
+        dest = fixture_dir / path[len(prefix) :] if path.startswith(prefix) else workspace / path
+        if dest.exists() or dest.is_symlink():
+            raise FailedPrecondition(
+                f"the patched workspace has {path}, which the signed environment's build makes"
+            )
+        place(files[path], dest)
+    return len(files)
 
 
 def sandbox_mounts(bare: Bare, env_dir: Path) -> tuple[Mount, ...]:

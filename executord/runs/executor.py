@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from executord.runs.environment import (
     ENV,
     EXECUTOR_ENVIRONMENT,
     Bare,
+    apply_overlay,
     materialize_environment,
     python_path,
     sandbox_mounts,
@@ -213,6 +214,17 @@ class Executor:
         """The executor's public key."""
         return self._signer.public_key_pem()
 
+    @contextlib.contextmanager
+    def slot(self, cancel: threading.Event) -> Iterator[None]:
+        """One of the ``max_parallel`` sandbox slots (a build's); SandboxError if cancelled."""
+        while not self._slots.acquire(timeout=0.5):
+            if cancel.is_set():
+                raise SandboxError("internal", "cancelled")
+        try:
+            yield
+        finally:
+            self._slots.release()
+
     # -- refusals, before any container ---------------------------------------------------------
 
     def prepare(self, inp: ExecuteInput) -> Prepared:
@@ -271,6 +283,12 @@ class Executor:
                 prepared.environment_dir,
                 lambda item, dest: _place(self.store.open_blob(item.digest), dest, 0o444),
                 manifest.environment_digest,
+            )
+            apply_overlay(
+                prepared.environment_dir,
+                ws,
+                (inp.fixture_root, fx),
+                lambda src, dest: _place(src, dest, 0o444),
             )
         mountpoint = ws / inp.fixture_root
         mountpoint.mkdir(parents=True, exist_ok=True, mode=0o755)

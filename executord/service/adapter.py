@@ -11,12 +11,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
 import structlog
 
 from executord.errors import ExecutorError, Unavailable
+from executord.runs.build import BuildInput, run_build
 from executord.runs.executor import Executor, Prepared, Progress
 from executord.runs.request import CodeTarget, ExecuteInput, PropertyRun, TreeItem, Variant
 from executord.store.blobstore import BlobStore, Chunk
@@ -30,6 +32,8 @@ __all__ = ["VERSION", "ErrorInterceptor", "ExecutorService"]
 log = structlog.get_logger("executord.service.adapter")
 VERSION = "0.1.0"
 _DONE = object()
+_CHUNK = 1 << 20  # a build output file's chunk
+_BUILD_TAIL = 8 << 10  # how much of a build's stdout/stderr goes back
 _POLL_S = 0.25  # how often a streaming handler looks whether its call is still alive
 
 
@@ -168,6 +172,61 @@ class ExecutorService(executor_pb2_grpc.ExecutorServicer):
         finally:
             structlog.contextvars.unbind_contextvars("request_id")
 
+    def Build(
+        self, request: executor_pb2.BuildRequest, context: grpc.ServicerContext
+    ) -> Iterator[executor_pb2.BuildEvent]:
+        """One build step (``executord.runs.build``): its output files in chunks, the result."""
+        inp = BuildInput(
+            request_id=request.request_id or uuid.uuid4().hex,
+            environment=tuple(
+                TreeItem(path=e.path, digest=e.digest, size=e.size) for e in request.environment
+            ),
+            inputs=tuple(
+                TreeItem(path=e.path, digest=e.digest, size=e.size, executable=e.executable)
+                for e in request.inputs
+            ),
+            argv=tuple(request.argv),
+            outputs=tuple(request.outputs),
+            timeout_s=request.timeout_s,
+            source_roots=tuple(request.source_roots),
+        )
+        cancel = threading.Event()
+        key = uuid.uuid4().hex
+        with self._lock:
+            if self._shutdown.is_set():
+                raise Unavailable("the executor is shutting down")
+            self._active[key] = (cancel, threading.current_thread())
+        if not context.add_callback(cancel.set):
+            cancel.set()
+        structlog.contextvars.bind_contextvars(request_id=inp.request_id)
+        try:
+            with run_build(self._executor, inp, cancel) as done:
+                log.info(
+                    "build ran",
+                    exit_code=done.exit.exit_code,
+                    timed_out=done.exit.timed_out,
+                    files=len(done.files),
+                )
+                for path, full in done.files:
+                    yield from _file_chunks(path, full)
+                out, err = done.stdout_tail, done.stderr_tail
+                yield executor_pb2.BuildEvent(
+                    result=executor_pb2.BuildResult(
+                        exit_code=-1 if done.exit.exit_code is None else done.exit.exit_code,
+                        timed_out=done.exit.timed_out,
+                        oom_killed=done.exit.oom_killed,
+                        files=len(done.files),
+                        ignored=done.ignored,
+                        stdout_tail=out[-_BUILD_TAIL:],
+                        stderr_tail=err[-_BUILD_TAIL:],
+                        run_ms=done.exit.run_ms,
+                    )
+                )
+        finally:
+            structlog.contextvars.unbind_contextvars("request_id")
+            with self._lock:
+                self._active.pop(key, None)
+
     def _start_work(
         self, prepared: Prepared, events: queue.Queue[Any], cancel: threading.Event
     ) -> None:
@@ -206,6 +265,20 @@ class ExecutorService(executor_pb2_grpc.ExecutorServicer):
                 with self._lock:
                     self._active.pop(key, None)
                 events.put(_DONE)
+
+
+def _file_chunks(path: str, full: Path) -> Iterator[executor_pb2.BuildEvent]:
+    size = full.stat().st_size
+    with full.open("rb") as f:
+        offset = 0
+        while True:
+            data = f.read(_CHUNK)
+            yield executor_pb2.BuildEvent(
+                file=executor_pb2.BuildFile(path=path, size=size, offset=offset, data=data)
+            )
+            offset += len(data)
+            if offset >= size or not data:
+                return
 
 
 def _drain(

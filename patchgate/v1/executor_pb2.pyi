@@ -250,6 +250,64 @@ class ExecuteEvent(_message.Message):
     result: ExecuteResult
     def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., result: _Optional[_Union[ExecuteResult, _Mapping]] = ...) -> None: ...
 
+class BuildRequest(_message.Message):
+    __slots__ = ("request_id", "environment", "inputs", "argv", "outputs", "timeout_s", "source_roots")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_ROOTS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    environment: _containers.RepeatedCompositeFieldContainer[TreeEntry]
+    inputs: _containers.RepeatedCompositeFieldContainer[TreeEntry]
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    outputs: _containers.RepeatedScalarFieldContainer[str]
+    timeout_s: int
+    source_roots: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., outputs: _Optional[_Iterable[str]] = ..., timeout_s: _Optional[int] = ..., source_roots: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class BuildFile(_message.Message):
+    __slots__ = ("path", "size", "offset", "data")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    size: int
+    offset: int
+    data: bytes
+    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., offset: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class BuildResult(_message.Message):
+    __slots__ = ("exit_code", "timed_out", "oom_killed", "files", "ignored", "stdout_tail", "stderr_tail", "run_ms")
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    OOM_KILLED_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    IGNORED_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_TAIL_FIELD_NUMBER: _ClassVar[int]
+    STDERR_TAIL_FIELD_NUMBER: _ClassVar[int]
+    RUN_MS_FIELD_NUMBER: _ClassVar[int]
+    exit_code: int
+    timed_out: bool
+    oom_killed: bool
+    files: int
+    ignored: int
+    stdout_tail: str
+    stderr_tail: str
+    run_ms: int
+    def __init__(self, exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., oom_killed: _Optional[bool] = ..., files: _Optional[int] = ..., ignored: _Optional[int] = ..., stdout_tail: _Optional[str] = ..., stderr_tail: _Optional[str] = ..., run_ms: _Optional[int] = ...) -> None: ...
+
+class BuildEvent(_message.Message):
+    __slots__ = ("file", "result")
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    file: BuildFile
+    result: BuildResult
+    def __init__(self, file: _Optional[_Union[BuildFile, _Mapping]] = ..., result: _Optional[_Union[BuildResult, _Mapping]] = ...) -> None: ...
+
 class GetInfoRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -54,6 +54,11 @@ class ExecutorStub:
                 request_serializer=patchgate_dot_v1_dot_executor__pb2.GetInfoRequest.SerializeToString,
                 response_deserializer=patchgate_dot_v1_dot_executor__pb2.ExecutorInfo.FromString,
                 _registered_method=True)
+        self.Build = channel.unary_stream(
+                '/patchgate.v1.Executor/Build',
+                request_serializer=patchgate_dot_v1_dot_executor__pb2.BuildRequest.SerializeToString,
+                response_deserializer=patchgate_dot_v1_dot_executor__pb2.BuildEvent.FromString,
+                _registered_method=True)
 
 
 class ExecutorServicer:
@@ -87,6 +92,17 @@ class ExecutorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Build(self, request, context):
+        """The build step of a suite's environment ([tool.patchgate.environment.build], DESIGN §3): the
+        command runs once, in a sandbox with no network, the environment tree and the declared inputs
+        (blobs uploaded first) mounted; the files it made that match an output pattern come back as
+        chunks, then exactly one BuildResult. Refusals (bad paths, missing blobs) are
+        FAILED_PRECONDITION or INVALID_ARGUMENT before any container starts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExecutorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -109,6 +125,11 @@ def add_ExecutorServicer_to_server(servicer, server):
                     servicer.GetInfo,
                     request_deserializer=patchgate_dot_v1_dot_executor__pb2.GetInfoRequest.FromString,
                     response_serializer=patchgate_dot_v1_dot_executor__pb2.ExecutorInfo.SerializeToString,
+            ),
+            'Build': grpc.unary_stream_rpc_method_handler(
+                    servicer.Build,
+                    request_deserializer=patchgate_dot_v1_dot_executor__pb2.BuildRequest.FromString,
+                    response_serializer=patchgate_dot_v1_dot_executor__pb2.BuildEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -219,6 +240,33 @@ class Executor:
             '/patchgate.v1.Executor/GetInfo',
             patchgate_dot_v1_dot_executor__pb2.GetInfoRequest.SerializeToString,
             patchgate_dot_v1_dot_executor__pb2.ExecutorInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Build(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/patchgate.v1.Executor/Build',
+            patchgate_dot_v1_dot_executor__pb2.BuildRequest.SerializeToString,
+            patchgate_dot_v1_dot_executor__pb2.BuildEvent.FromString,
             options,
             channel_credentials,
             insecure,
