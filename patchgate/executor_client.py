@@ -27,10 +27,16 @@ import grpc
 from google.protobuf import json_format
 
 from patchgate.addr import parse_address
-from patchgate.digest import FileEntry, hash_files
+from patchgate.digest import FileEntry, hash_files, validate_path
 from patchgate.envelope import Envelope, parse_fixture_statement
 from patchgate.environment import cached_tree, environment_digest, tree_files
-from patchgate.errors import EnvelopeError, EnvironmentBuildError, RefusedError, TransportError
+from patchgate.errors import (
+    EnvelopeError,
+    EnvironmentBuildError,
+    RefusedError,
+    TransportError,
+    UnsafePathError,
+)
 from patchgate.evidence import SandboxLog
 from patchgate.keys import KeyEntry, Keyring, keyid_of, load_public_pem
 from patchgate.pins import PropertyPin
@@ -42,7 +48,7 @@ from patchgate.v1 import common_pb2, executor_pb2, executor_pb2_grpc
 if TYPE_CHECKING:
     from patchgate.tls import ClientTLS
 
-__all__ = ["ExecutionResult", "ExecutorClient", "workspace_files"]
+__all__ = ["BuildReply", "ExecutionResult", "ExecutorClient", "workspace_files"]
 
 _CHUNK = 1 << 20
 _LEARN_TRIES = 8  # TOFU on a dns fleet address: GetInfo calls to meet the replica that signed
@@ -109,6 +115,21 @@ def _rpc_error(exc: grpc.RpcError) -> Exception:
     if code in _REFUSALS:
         return RefusedError(code.name, details)
     return TransportError(_KINDS.get(code, "internal"), f"{code.name}: {details}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildReply:
+    """What one Build produced: how the command ended and the output files written under
+    ``dest`` (repository path → file)."""
+
+    exit_code: int
+    timed_out: bool
+    oom_killed: bool
+    files: dict[str, Path]
+    ignored: int
+    stdout_tail: str
+    stderr_tail: str
+    run_ms: int
 
 
 class ExecutorClient:
@@ -306,6 +327,59 @@ class ExecutorClient:
         verified = self._verify(result, keyring, expected, pairs, uploaded, upload_ms)
         return _named_back(_variants_checked(verified, pairs, len(variants)), named)
 
+    def build(
+        self,
+        *,
+        environment: dict[str, Path],
+        inputs: dict[str, Path],
+        argv: Sequence[str],
+        outputs: Sequence[str],
+        timeout_s: int,
+        source_roots: Sequence[str],
+        dest: Path,
+    ) -> BuildReply:
+        """Upload the environment tree and the inputs (repository path → file), run the build
+        step, write each output file under ``dest`` (a new directory). RefusedError or
+        TransportError when the executor refused or could not run it; a reply that breaks the
+        protocol (a bad path, chunks out of order, no result) is TransportError."""
+        env_entries = hash_files(environment)
+        in_entries = hash_files(inputs)
+        blobs = {e.sha256: environment[p] for p, e in env_entries.items()}
+        blobs |= {e.sha256: inputs[p] for p, e in in_entries.items()}
+        request = executor_pb2.BuildRequest(
+            request_id=uuid.uuid4().hex,
+            environment=[_tree_entry(p, e, environment[p]) for p, e in sorted(env_entries.items())],
+            inputs=[_tree_entry(p, e, inputs[p]) for p, e in sorted(in_entries.items())],
+            argv=list(argv),
+            outputs=list(outputs),
+            timeout_s=timeout_s,
+            source_roots=list(source_roots),
+        )
+        dest.mkdir(mode=0o700)
+        self.upload(blobs)
+        files: dict[str, Path] = {}
+        current: tuple[str, int, int] | None = None  # path, size, bytes so far
+        try:
+            for event in self._stub.Build(request, timeout=self.timeout + timeout_s):
+                if event.HasField("result"):
+                    if current is not None:
+                        raise TransportError("internal", f"build output {current[0]} cut short")
+                    r = event.result
+                    return BuildReply(
+                        exit_code=r.exit_code,
+                        timed_out=r.timed_out,
+                        oom_killed=r.oom_killed,
+                        files=files,
+                        ignored=r.ignored,
+                        stdout_tail=r.stdout_tail,
+                        stderr_tail=r.stderr_tail,
+                        run_ms=r.run_ms,
+                    )
+                current = _build_chunk(event.file, current, files, dest)
+        except grpc.RpcError as exc:
+            raise _rpc_error(exc) from None
+        raise TransportError("empty_response", "the build stream ended without a result")
+
     def _stream(
         self, request: executor_pb2.ExecuteRequest, on_progress: Callable[[str], None] | None
     ) -> executor_pb2.ExecuteResult:
@@ -467,6 +541,39 @@ def _environment(digest: str | None) -> dict[str, tuple[FileEntry, Path]]:
             "FAILED_PRECONDITION", f"cached environment {digest[:16]} changed on disk"
         )
     return {p: (e, files[p]) for p, e in entries.items()}
+
+
+def _build_chunk(
+    chunk: executor_pb2.BuildFile,
+    current: tuple[str, int, int] | None,
+    files: dict[str, Path],
+    dest: Path,
+) -> tuple[str, int, int] | None:
+    """Append one chunk of a build output under ``dest``; the file in progress, or None."""
+    if current is None:
+        try:
+            validate_path(chunk.path)
+        except UnsafePathError as exc:
+            raise TransportError("internal", f"build output: {exc}") from None
+        if chunk.offset != 0 or chunk.path in files:
+            raise TransportError("internal", f"build output {chunk.path}: chunks out of order")
+        full = dest / chunk.path
+        try:
+            full.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            full.write_bytes(b"")
+        except OSError as exc:  # a path that is also a directory of another output
+            raise TransportError("internal", f"build output {chunk.path}: {exc}") from None
+        files[chunk.path] = full
+        current = (chunk.path, chunk.size, 0)
+    path, size, done = current
+    if chunk.path != path or chunk.offset != done or chunk.size != size:
+        raise TransportError("internal", f"build output {path}: chunks out of order")
+    if done + len(chunk.data) > size:
+        raise TransportError("internal", f"build output {path}: more bytes than its size")
+    with files[path].open("ab") as fh:
+        fh.write(chunk.data)
+    done += len(chunk.data)
+    return None if done == size else (path, size, done)
 
 
 def _tree_entry(path: str, entry: FileEntry, full: Path) -> executor_pb2.TreeEntry:

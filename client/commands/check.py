@@ -301,7 +301,7 @@ def load_defaults(path: Path = Path(CONFIG_FILE)) -> dict[str, Any]:
     return table
 
 
-def _tls(args: argparse.Namespace, conf: dict[str, Any], who: str) -> ClientTLS | None:
+def tls_settings(args: argparse.Namespace, conf: dict[str, Any], who: str) -> ClientTLS | None:
     parts = {}
     for part in ("ca", "cert", "key"):
         val = getattr(args, f"{who}_tls_{part}") or conf.get(f"{who}_tls_{part}")
@@ -409,9 +409,9 @@ def settings_from_args(
         second_pin=args.second_pin,
         clock=parse_clock(args.clock) if args.clock else None,
         out=out,
-        signer_tls=_tls(args, conf, "signer"),
-        executor_tls=_tls(args, conf, "executor"),
-        remote_tls=_tls(args, conf, "remote"),
+        signer_tls=tls_settings(args, conf, "signer"),
+        executor_tls=tls_settings(args, conf, "executor"),
+        remote_tls=tls_settings(args, conf, "remote"),
         operator_keyring=_path(args.operator_keyring, conf, "operator_keyring"),
         executor_keyring=_path(args.executor_keyring, conf, "executor_keyring"),
         executor_concurrency=concurrency,

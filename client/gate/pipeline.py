@@ -19,7 +19,7 @@ from typing import Any
 
 from client.gate import steps
 from client.gate.attributes import patch_git_metadata
-from client.gate.environment import EXECUTOR_ENVIRONMENT, suite_environment
+from client.gate.environment import EXECUTOR_ENVIRONMENT, executor_builder, suite_environment
 from client.gate.evidence import locate_properties, symbol_locations, write_run_logs
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
 from client.gate.runs.execution import LaneResult
@@ -333,7 +333,10 @@ class _Check:
         )
         if oracle.oracle_moved or oracle.pin_mutation or refused or fixture.manifest is None:
             return self.done(fixture_refused=refused)
-        env = suite_environment(s.repo, ws.base_rev, pins.config, ws.base_dir, self.say)
+        builder = executor_builder(s.executors, s.executor_tls)
+        env = suite_environment(
+            s.repo, ws.base_rev, pins.config, ws.base_dir, self.say, builder=builder
+        )
         st.environment = env or EXECUTOR_ENVIRONMENT
         manifest = dataclasses.replace(fixture.manifest, environment_digest=env)
         sig = steps.signature_step(s, manifest, s.out)

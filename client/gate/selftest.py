@@ -34,7 +34,7 @@ from typing import Any
 from client.analysis.patch.roles import layout_of
 from client.analysis.patch.touched import unpinned_reads
 from client.gate import steps
-from client.gate.environment import EXECUTOR_ENVIRONMENT, suite_environment
+from client.gate.environment import EXECUTOR_ENVIRONMENT, executor_builder, suite_environment
 from client.gate.evidence import locate_properties, write_run_logs
 from client.gate.settings import CheckSettings
 from client.gate.workspace import base_pins, tree_at
@@ -227,7 +227,8 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
         if fixture.status not in _SCORABLE or fixture.manifest is None:
             return seen.result("fixtures", list(fixture.reasons), evidence)
         seen.source_roots_src = (root / "src").is_dir()
-        env = suite_environment(s.repo, s.base, pins.config, root, say)
+        builder = executor_builder(s.executors, s.executor_tls)
+        env = suite_environment(s.repo, s.base, pins.config, root, say, builder=builder)
         seen.environment = env or EXECUTOR_ENVIRONMENT
         manifest = dataclasses.replace(fixture.manifest, environment_digest=env)
         sig = steps.signature_step(s, manifest, s.out)

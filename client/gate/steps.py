@@ -248,6 +248,18 @@ def oracle_and_pins(
     is then R7 (:func:`client.analysis.patch.touched.read_inputs`)."""
     inputs = read_inputs(touched.unscored_inputs(pins.config.fixture_root), opened_paths)
     moved = touched.oracle_moves
+    env = pins.config.environment
+    step = env.build if env is not None else None
+    # the signed environment was built from the base's inputs, its outputs are laid onto the
+    # workspace: a patch that edits either would be scored against a build it did not get. Under
+    # the fixture root the fixture digest judges first (R2: a catalog that is a pinned fixture
+    # and the build's input stays a fixture edit; an extra file there fails the digest too).
+    root = pins.config.fixture_root.strip("/") + "/"
+    built = [
+        p
+        for p in touched.touched_paths
+        if step is not None and (step.reads(p) or step.makes(p)) and not p.startswith(root)
+    ]
     predicates = sorted(
         pid
         for pid, base in base_reports.items()
@@ -270,6 +282,11 @@ def oracle_and_pins(
         if c.cited_by in reports and not check_citations([c], pins.flakes, clock)
     )
     reasons = [f"R7 oracle moved: {', '.join(moved)}"] if moved else []
+    if built:
+        reasons.append(
+            "R7 the suite's environment moved: the patch edits what its build step reads or makes "
+            f"([tool.patchgate.environment.build]): {', '.join(built)}"
+        )
     if inputs.oracle:
         reasons.append(
             f"R7 a changed file that is neither production source nor a pinned fixture is an "
@@ -283,7 +300,7 @@ def oracle_and_pins(
         reasons.append(f"R8 freeze ids added by the patch: {', '.join(added)}")
     reasons.extend(f"R4 {p}" for p in problems)
     return OracleResult(
-        oracle_moved=bool(moved or predicates or inputs.oracle),
+        oracle_moved=bool(moved or predicates or inputs.oracle or built),
         pin_mutation=bool(pin_files or added),
         freeze_problems=problems,
         reasons=tuple(reasons),

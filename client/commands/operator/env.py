@@ -11,11 +11,15 @@ import argparse
 import shutil
 from pathlib import Path
 
+from client.commands._output import env_settings
 from client.commands._util import print_json
+from client.commands.check import check_defaults
+from client.commands.check import tls_settings as check_tls
 from client.errors import ConfigError
-from client.gate.environment import build_for
+from client.gate.environment import build_for, executor_builder
 from client.gate.workspace import resolve_rev
 from patchgate import git
+from patchgate.environment import overlay_files
 from patchgate.errors import PinError, PinErrors, UsageError
 from patchgate.pins import GitSource, ProjectConfig, load_pins
 
@@ -32,9 +36,18 @@ target is never installed: its source roots go on the sandbox's path. The tree i
 bytecode, no scripts, no install records, fixed modes) and digested (environment digest v1:
 per-file sha256, size and path); the digest is what the signer signs beside the fixture digest.
 
+With a build step ([tool.patchgate.environment.build]: a command, the input patterns it reads, the
+output patterns it makes), the command runs on an executor (--executor, or the lane `patchgate up`
+started), in a sandbox with no network and only its inputs from REV, never on this host; the
+files it makes go into the tree (patchgate-overlay/), are digested and signed with the rest, and
+the executor lays them onto the workspace of every run. A patch that touches an input or an output
+moves the suite's environment (R7).
+
 Exit codes: 0 built (or found in the cache; with --if-configured also when REV configures no
 environment: nothing built, and the suite runs with the executor's own pytest); 64 usage; 78 no
-environment configured, an invalid lock file, or pip could not install it (the reason printed).
+environment configured, an invalid lock file, pip could not install it, or the build step failed or
+made outputs that are refused (the reason printed); 4 the executor for the build step was
+unreachable.
 """
 
 
@@ -71,6 +84,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="exit 0 with a note when REV configures no environment (for CI recipes that serve "
         "repositories with and without one); without it that is exit 78",
     )
+    b.add_argument(
+        "--executor",
+        metavar="ADDR",
+        help="the executor that runs a build step (default: the lane's, see --lane)",
+    )
+    b.add_argument(
+        "--lane",
+        metavar="NAME",
+        help="take the executor of the lane `patchgate up --lane NAME` started (default: the "
+        "lane 'local', when it is up)",
+    )
+    for part in ("ca", "cert", "key"):
+        b.add_argument(f"--executor-tls-{part}", type=Path, metavar="FILE", help=argparse.SUPPRESS)
     b.add_argument("--json", action="store_true", help="print the result as JSON")
     b.set_defaults(func=run)
 
@@ -110,6 +136,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"patchgate: {note}")
         return 0
+    builder = None
+    if config.environment is not None and config.environment.build is not None:
+        conf = {**check_defaults(args.lane), **env_settings()}
+        lane = conf.get("executor") or []
+        executors = [args.executor] if args.executor else [lane] if isinstance(lane, str) else lane
+        builder = executor_builder(executors, check_tls(args, conf, "executor"))
     built = build_for(
         repo,
         commit,
@@ -119,11 +151,14 @@ def run(args: argparse.Namespace) -> int:
         find_links=tuple(args.find_links),
         no_index=args.no_index,
         rebuild=args.rebuild,
+        builder=builder,
+        say=None if args.json else lambda line: print(f"patchgate: {line}", flush=True),
     )
     if out is not None:
         shutil.copytree(built.tree, out)
     result = {
         "digest": built.digest,
+        "build_outputs": len(overlay_files(built.tree)),
         "tree": str(built.tree),
         "files": built.files,
         "cached": built.cached,
