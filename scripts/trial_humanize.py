@@ -45,6 +45,7 @@ VERSION = "4.17.0"
 # The suite's lock: humanize's test extra needs freezegun and pytest>=9 (pytest-benchmark,
 # pytest-codspeed and pytest-cov are for its benchmarks and coverage, not for these tests).
 LOCK = """\
+babel==2.18.0
 freezegun==1.5.5
 iniconfig==2.3.1
 packaging==26.4
@@ -53,6 +54,16 @@ Pygments==2.21.0
 pytest==9.2.0
 python-dateutil==4.0.0
 tzdata==2026.6
+"""
+
+# The catalogs are committed as .po files (the fixtures); the .mo files gettext reads are built
+# from them by the environment's build step, in a sandbox with no network, with Babel (locked).
+BUILD = """
+[tool.patchgate.environment.build]
+command = ["python", "-c", "import sys; from babel.messages.frontend import main; sys.exit(main())",
+           "compile", "-d", "src/humanize/locale", "-D", "humanize"]
+inputs = ["src/humanize/locale/**/*.po"]
+outputs = ["src/humanize/locale/**/*.mo"]
 """
 
 # (file, test function, covered symbol, claim)
@@ -152,6 +163,8 @@ def put_under_patchgate(repo: Path, whole: bool) -> None:
     (repo / "requirements-test.txt").write_text(LOCK)
     run([PATCHGATE, "init", "--requirements", "requirements-test.txt",
          "--fixture-root", "src/humanize/locale", "--skip-untracked"], repo)  # fmt: skip
+    with (repo / "pyproject.toml").open("a") as fh:
+        fh.write(BUILD)
     if whole:  # the comparison needs both modes; a reviewed base says so
         toml = repo / "pyproject.toml"
         toml.write_text(toml.read_text().replace(
@@ -163,7 +176,14 @@ def put_under_patchgate(repo: Path, whole: bool) -> None:
     git(repo, "add", "-f", "src/humanize/_version.py")
     git(repo, "commit", "-qm", "patchgate: pins, the tests' lock, the generated version file")
     run([PATCHGATE, "pin", "check", "--rev", "HEAD"], repo)
-    say(run([PATCHGATE, "env", "build", "--rev", "HEAD"], repo).stdout.strip())
+
+
+def build_environment(repo: Path, lane: Path) -> None:
+    """``env build``: the locked packages here, the catalogs on the lane's executor."""
+    done = run([PATCHGATE, "env", "build", "--rev", "HEAD", "--lane", lane, "--json"], repo)
+    built = json.loads(done.stdout)
+    say(f"environment {built['digest'][:16]}: {built['files']} files, "
+        f"{built['build_outputs']} compiled catalogs")  # fmt: skip
 
 
 def patch(repo: Path, name: str, path: str, old: str, new: str) -> Path:
@@ -277,6 +297,7 @@ def main() -> int:
         repo = fetch_sdist(work)
         put_under_patchgate(repo, args.whole_suite)
         say(run([PATCHGATE, "up", "--state", lane], work).stdout.strip().splitlines()[-1])
+        build_environment(repo, lane)
         return whole_suite(repo, lane) if args.whole_suite else verdicts(repo, lane)
     finally:
         if (lane / "lane.json").exists():
