@@ -14,11 +14,15 @@ from __future__ import annotations
 import builtins
 import contextlib
 import datetime
+import decimal
+import enum
+import fractions
 import logging
 import os
 import sys
 import threading
 import time
+import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -202,6 +206,17 @@ class Client:
             hid = value._pg_handle._pg_id
         if type(hid) is int:
             return ["h", {"id": hid}]
+        if isinstance(value, _PLAIN_SCALARS) and not isinstance(value, enum.Enum):
+            # a subclass of plain data (freezegun's FakeDatetime, a str subclass): as a judge
+            # object the production code's isinstance checks would see something else than in
+            # one process, and its result could be a false fail; refused, never guessed
+            sub = type(value)
+            raise proxies.Unjudgeable(
+                f"an instance of {sub.__module__}.{sub.__qualname__}, a subclass of "
+                f"{_plain_base(sub)}, cannot cross to the code under test: only the exact type "
+                "crosses by value (pass a plain one, e.g. datetime.datetime(...) for a frozen "
+                "clock's FakeDatetime)"
+            )
         jid = self._judge_ids.get(id(value))
         if jid is None or self._judge_objs.get(jid) is not value:
             jid = len(self._judge_objs) + 1
@@ -341,6 +356,20 @@ def _frozen_clock() -> str:
             where = getattr(now, "__module__", "?")
             return f"{name} is {where}.{getattr(now, '__qualname__', '?')}"
     return ""
+
+
+#: Plain scalar types (wire.py): a judge value of a subclass of one is refused, never a handle.
+_PLAIN_SCALARS = (
+    int, float, complex, str, bytes,
+    decimal.Decimal, fractions.Fraction,
+    datetime.datetime, datetime.date, datetime.time, datetime.timedelta,
+    uuid.UUID,
+)  # fmt: skip
+
+
+def _plain_base(cls: type) -> str:
+    base = next(b for b in cls.__mro__ if b in _PLAIN_SCALARS)
+    return f"{base.__module__}.{base.__qualname__}".removeprefix("builtins.")
 
 
 def _judge_op(obj: object, op: object, args: list[Any]) -> object:

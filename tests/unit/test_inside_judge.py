@@ -304,6 +304,28 @@ def test_judge_iterables_are_iterated_in_the_judge(bill: Any) -> None:
     assert bill.has(range(10), 30) is False
 
 
+def test_a_subclass_of_plain_data_from_the_judge_is_refused_never_a_handle(bill: Any) -> None:
+    """humanize's Persian test passes freezegun's ``FakeDatetime`` as ``when=``: as a judge
+    object, production code's ``isinstance(when, datetime)`` was false and its result the judge
+    object's text, a false ``fail``. Refused instead: the test is ``error`` naming the type."""
+
+    class FakeDatetime(datetime.datetime):
+        pass
+
+    class Amount(decimal.Decimal):
+        pass
+
+    for value, base in [
+        (FakeDatetime(2020, 1, 1), "datetime.datetime"),
+        (Amount("1.5"), "decimal.Decimal"),
+        (type("Name", (str,), {})("x"), "str"),
+    ]:
+        with pytest.raises(proxies.Unjudgeable, match=f"a subclass of {base}, cannot cross"):
+            bill.echo(value)
+    assert bill.echo(datetime.datetime(2020, 1, 1)) == datetime.datetime(2020, 1, 1)
+    assert bill.echo(True) is True
+
+
 def test_a_callback_is_not_iterable_and_stays_truthy(bill: Any) -> None:
     def key(x: int) -> int:
         return x
