@@ -91,7 +91,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=_DESCRIPTION,
         epilog=_EPILOG,
     )
-    p.add_argument("--repo", required=True, type=Path, metavar="DIR", help="target git repository")
+    p.add_argument(
+        "--repo",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="target git repository (default: .)",
+    )
     p.add_argument(
         "--base", required=True, metavar="REV", help="base revision the patch applies to"
     )

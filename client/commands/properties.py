@@ -55,7 +55,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=_DESCRIPTION,
         epilog=_EPILOG,
     )
-    p.add_argument("--repo", required=True, type=Path, metavar="DIR", help="target git repository")
+    p.add_argument(
+        "--repo",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="target git repository (default: .)",
+    )
     p.add_argument("--base", required=True, metavar="REV", help="revision whose pins are read")
     p.add_argument("--rev", default="HEAD", metavar="REV", help="the tree scored (default HEAD)")
     p.add_argument(

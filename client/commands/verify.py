@@ -79,7 +79,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("receipt", type=Path, metavar="RECEIPT", help="receipt.json of a check")
-    p.add_argument("--repo", required=True, type=Path, metavar="DIR", help="target git repository")
+    p.add_argument(
+        "--repo",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="target git repository (default: .)",
+    )
     p.add_argument("--rev", default="HEAD", metavar="REV", help="revision to check (default HEAD)")
     p.add_argument("--operator-keyring", type=Path, metavar="FILE", help="operator public keyring")
     p.add_argument("--signer", metavar="ADDR", help="fetch the keyring from this signer (TOFU)")

@@ -22,7 +22,14 @@ from client.report.model import (
     property_ids,
     same_shape,
 )
-from client.verdict.codes import code_line, next_line, posture_next, unreachable_words
+from client.verdict.codes import (
+    code_line,
+    decision_next,
+    next_line,
+    posture_next,
+    unreachable_words,
+)
+from client.verdict.credit import STOPPED_PREFIX
 
 __all__ = ["render_text", "self_test_rows", "table_rows", "transport_line"]
 
@@ -127,9 +134,21 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
         for symbol, why in r.uncredited.items():
             lines.append(f"uncredited {symbol}: {why}")
         lines.extend(f"code       {code_line(c)}" for c in r.rejection_codes)
-        lines.extend(f"next       {next_line(c)}" for c in r.rejection_codes)
-        if not r.admit and not r.rejection_codes and (todo := posture_next(r.posture)):
+        # stopped before any property ran: R1 (every symbol's credit 0) follows from the stop,
+        # so what to do is the stop's, first; R1's own advice would send the reader to the pins
+        stopped = bool(r.uncredited) and all(
+            why.startswith(STOPPED_PREFIX) for why in r.uncredited.values()
+        )
+        todo = (stopped and decision_next(r.decision)) or posture_next(r.posture)
+        if not r.admit and (stopped or not r.rejection_codes) and todo:
             lines.append(f"next       {todo}")
+        for c in r.rejection_codes:
+            if c == "R1" and stopped:
+                lines.append(
+                    "next       R1: follows from the stop above (no property ran); act on that"
+                )
+            else:
+                lines.append(f"next       {next_line(c)}")
         lines.append(f"posture    {r.posture} (admission decision: {r.decision or '-'})")
     lines.append(f"fixtures   {r.fixture_status or '-'} {r.fixture_digest[:16]}".rstrip())
     for o in r.flake_observations:

@@ -20,6 +20,7 @@ __all__ = [
     "POSTURES",
     "POSTURE_WORDS",
     "code_line",
+    "decision_next",
     "explain",
     "known_names",
     "next_line",
@@ -311,6 +312,12 @@ def posture_words(posture: str) -> str:
 def next_line(code: str) -> str:
     """``R1: author: keep the patch ...`` (backticks dropped); an unknown code says so."""
     return f"{code}: {_plain(NEXT_STEPS.get(code, 'not a code this version knows'))}"
+
+
+def decision_next(decision: str) -> str:
+    """What to do next after an admission decision that is not ``admit`` (empty otherwise)."""
+    found = DECISIONS.get(decision)
+    return _plain(found[2]) if found is not None and decision != "admit" else ""
 
 
 def posture_next(posture: str) -> str:

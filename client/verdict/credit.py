@@ -49,6 +49,7 @@ __all__ = [
     "NO_MUTANT",
     "NO_PREDICATE",
     "NO_PROPERTY",
+    "STOPPED_PREFIX",
     "CreditReport",
     "CreditRow",
     "MutationResult",
@@ -56,6 +57,7 @@ __all__ = [
     "required_controls",
     "score",
 ]
+STOPPED_PREFIX = "the run was stopped before execution: "
 
 NO_PROPERTY = "no property covers it"
 NO_PREDICATE = "no visible predicate"
@@ -233,7 +235,7 @@ def _judge(  # noqa: PLR0917 - the table's inputs, in its order
     if not prop.eligible:
         return 0, f"class {prop.property_class} is not eligible", None
     if stopped:
-        return 0, f"the run was stopped before execution: {stopped}", None
+        return 0, f"{STOPPED_PREFIX}{stopped}", None
     if local is not None and local.passed_both:
         if executed is not None and not executed:
             return 0, NEVER_EXECUTED, None

@@ -106,6 +106,28 @@ def test_a_rejection_prints_one_next_line_per_code() -> None:
     assert "next " not in render_text(Report(receipt=ok))
 
 
+def test_a_check_stopped_before_any_run_says_the_stops_next_step_first() -> None:
+    """Provenance refused: every changed symbol has credit 0 and R1, which the receipt must say;
+    its next line points at the stop, not at the pins (before, it told the operator to add a
+    property to pins/properties.json for a patch that failed provenance)."""
+    stopped = _receipt(
+        decision="reject_provenance", posture="reject_admission", rejection_codes=["R1"],
+        uncredited={"m.f": "the run was stopped before execution: reject_provenance"},
+    )  # fmt: skip
+    nexts = [
+        ln for ln in render_text(Report(receipt=stopped)).splitlines() if ln.startswith("next")
+    ]
+    assert nexts == [
+        "next       " + DECISIONS["reject_provenance"][2].replace("`", ""),
+        "next       R1: follows from the stop above (no property ran); act on that",
+    ]
+    # a symbol that ran and earned nothing keeps R1's own advice
+    ran = _receipt(uncredited={"m.f": "no covering property"}, rejection_codes=["R1"])
+    assert [
+        ln for ln in render_text(Report(receipt=ran)).splitlines() if ln.startswith("next")
+    ] == [f"next       R1: {NEXT_STEPS['R1'].replace('`', '')}"]
+
+
 RAW = (
     "failed to connect to all addresses; last error: UNAVAILABLE: unix:/run/pg/signer.sock: "
     "connect failed: addr: unix:/run/pg/signer.sock error: No such file or directory"
