@@ -1,7 +1,9 @@
-"""Small helpers shared by the client's commands: output paths, the review clock, JSON output."""
+"""Small helpers shared by the client's commands: ``--repo``, output paths, the review clock, JSON
+output."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import sys
@@ -11,7 +13,14 @@ from typing import Any
 from client.outpaths import guard_output
 from patchgate.errors import UsageError
 
-__all__ = ["check_out_dir", "parse_clock", "print_json", "resolve_out"]
+__all__ = ["add_repo_option", "check_out_dir", "parse_clock", "print_json", "resolve_out"]
+
+
+def add_repo_option(parser: argparse.ArgumentParser, what: str = "the repository") -> None:
+    """``--repo DIR``, the repository a command works in: the current directory by default."""
+    parser.add_argument(
+        "--repo", type=Path, default=Path("."), metavar="DIR", help=f"{what} (default: .)"
+    )
 
 
 def resolve_out(out: Path, default_name: str, **guard: Any) -> Path:

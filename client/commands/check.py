@@ -28,7 +28,7 @@ from client.commands._output import (
     report_check,
     require_patch,
 )
-from client.commands._util import check_out_dir, parse_clock
+from client.commands._util import add_repo_option, check_out_dir, parse_clock
 from client.errors import ConfigError
 from client.gate.attributes import base_attribute_problems
 from client.gate.settings import CheckSettings
@@ -91,13 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=_DESCRIPTION,
         epilog=_EPILOG,
     )
-    p.add_argument(
-        "--repo",
-        type=Path,
-        default=Path("."),
-        metavar="DIR",
-        help="target git repository (default: .)",
-    )
+    add_repo_option(p, "target git repository")
     p.add_argument(
         "--base", required=True, metavar="REV", help="base revision the patch applies to"
     )

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from client.commands import check as check_command
-from client.commands._util import print_json, resolve_out
+from client.commands._util import add_repo_option, print_json, resolve_out
 from client.commands.check import base_config, check_defaults, settings_from_args
 from client.errors import CommandRefused
 from client.gate.properties import run_properties
@@ -55,13 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=_DESCRIPTION,
         epilog=_EPILOG,
     )
-    p.add_argument(
-        "--repo",
-        type=Path,
-        default=Path("."),
-        metavar="DIR",
-        help="target git repository (default: .)",
-    )
+    add_repo_option(p, "target git repository")
     p.add_argument("--base", required=True, metavar="REV", help="revision whose pins are read")
     p.add_argument("--rev", default="HEAD", metavar="REV", help="the tree scored (default HEAD)")
     p.add_argument(

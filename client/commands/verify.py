@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from client.analysis.classify.assertions import classify_property
+from client.commands._util import add_repo_option
 from client.commands.check import check_defaults
 from client.gate.steps import measure
 from client.gate.workspace import base_pins, tree_at
@@ -79,13 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("receipt", type=Path, metavar="RECEIPT", help="receipt.json of a check")
-    p.add_argument(
-        "--repo",
-        type=Path,
-        default=Path("."),
-        metavar="DIR",
-        help="target git repository (default: .)",
-    )
+    add_repo_option(p, "target git repository")
     p.add_argument("--rev", default="HEAD", metavar="REV", help="revision to check (default HEAD)")
     p.add_argument("--operator-keyring", type=Path, metavar="FILE", help="operator public keyring")
     p.add_argument("--signer", metavar="ADDR", help="fetch the keyring from this signer (TOFU)")

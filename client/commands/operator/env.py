@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from client.commands._output import env_settings
-from client.commands._util import print_json
+from client.commands._util import add_repo_option, print_json
 from client.commands.check import check_defaults
 from client.commands.check import tls_settings as check_tls
 from client.errors import ConfigError
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    b.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="the repository")
+    add_repo_option(b)
     b.add_argument("--rev", required=True, metavar="REV", help="the (base) revision to build")
     b.add_argument("--out", type=Path, metavar="DIR", help="also copy the tree here (a new dir)")
     b.add_argument(

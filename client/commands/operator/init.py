@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from client.commands._util import print_json
+from client.commands._util import add_repo_option, print_json
 from client.pinning.check import NO_FIXTURES
 from client.pinning.scaffold import apply_init, plan_init
 from patchgate.errors import UsageError
@@ -40,9 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="scaffold pins/ and [tool.patchgate] in a repository (never overwrites)",
         description=_DESCRIPTION,
     )
-    p.add_argument(
-        "--repo", type=Path, default=Path("."), metavar="DIR", help="the repository (default: .)"
-    )
+    add_repo_option(p)
     p.add_argument(
         "--fixture-root",
         default="fixtures",

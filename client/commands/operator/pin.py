@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from client.commands._util import print_json
+from client.commands._util import add_repo_option, print_json
 from client.errors import ConfigError
 from client.pinning.changes import Changes
 from client.pinning.check import check_tree
@@ -65,9 +65,7 @@ the pins and the sources of that git revision instead, as 'check' reads its base
 
 
 def _repo_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--repo", type=Path, default=Path("."), metavar="DIR", help="the repository (default: .)"
-    )
+    add_repo_option(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
