@@ -245,3 +245,69 @@ def test_a_namespace_package_runs_in_the_subject_and_is_proxied_in_the_judge(
     code, records, err = run_supervisor(cfg)
     items = [(r["nodeid"], r["outcome"]) for r in records if r["kind"] == "item"]
     assert (code, items) == (0, [("tests/test_ns.py::test_served_by_the_subject", "pass")]), err
+
+
+FORGER_AT_THE_ROOT = {
+    # a flat layout (source_roots = ["."]): production code in a namespace package at the root;
+    # the patch's module reports which process runs it, as a forger would find out
+    "acme/tools/rates.py": """
+        import os
+
+        def where():
+            return os.getpid()
+    """,
+    "tests/test_ns.py": """
+        import os
+
+        from acme.tools import rates
+
+        def test_runs_apart():
+            assert rates.where() != os.getpid()
+    """,
+    # pytest puts integration/ first on sys.path (a test module there, no __init__.py)
+    "integration/helpers.py": """
+        import os
+
+        def where():
+            return os.getpid()
+    """,
+    "integration/test_i.py": """
+        import os
+
+        def test_helper_apart():
+            import helpers
+
+            assert helpers.where() != os.getpid()
+    """,
+}
+
+
+@pytest.mark.parametrize(
+    ("test", "named"), [("tests/test_ns.py", "pass"), ("integration/test_i.py", "error")]
+)
+def test_a_flat_layouts_namespace_code_never_runs_in_the_judge(
+    tmp_path: Path, test: str, named: str
+) -> None:
+    """A namespace package at the repository root, and a module pytest's ``prepend`` mode puts on
+    the judge's path, ran in the JUDGE's process when the client did not name them: patched
+    code beside the reporter, the hole the judge exists to close (the control, unnamed, shows the
+    route: the code reports the judge's pid). Named as the client now names them, the root
+    package runs in the subject, and the helper — which the subject has no path to — is an
+    ``error``; neither a judge-side run nor a pass."""
+    from client.gate.runs.judging import production_names  # noqa: PLC0415 - client side
+
+    write_tree(tmp_path, FORGER_AT_THE_ROOT)
+    _roots, names = production_names(tmp_path, ("",), ("tests/", "properties/", "pins/"))
+    assert names == ("acme", "helpers", "integration")
+
+    def outcome(production: list[str]) -> str:
+        cfg = supervisor_config(
+            tmp_path, [test], production=production, source_roots=[str(tmp_path)]
+        )
+        _code, records, err = run_supervisor(cfg)
+        items = [r["outcome"] for r in records if r["kind"] == "item"]
+        assert len(items) == 1, (records, err)
+        return str(items[0])
+
+    assert outcome([]) == "fail"  # unnamed: the patch's code ran in the judge (same pid)
+    assert outcome(list(names)) == named

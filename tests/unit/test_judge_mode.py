@@ -43,21 +43,59 @@ def test_production_names_come_from_the_source_roots_not_the_oracle(tmp_path: Pa
     (tmp_path / "linked").symlink_to(tmp_path / "billing")
     roots, names = production_names(tmp_path, ("",), ("tests/", "properties/", "pins/"))
     assert roots == (".",)
-    assert names == ("billing", "helpers")
+    assert names == ("billing", "helpers", "src")  # with root ".", src/ is importable from it too
     assert production_names(tmp_path, ("src",), ()) == (("src",), ("textkit",))
+    # "." (as a caller may spell the root) is the root: the oracle paths still apply
+    assert production_names(tmp_path, (".",), ("tests/", "properties/", "pins/")) == (roots, names)
 
 
 def test_a_namespace_package_under_a_source_root_is_production(tmp_path: Path) -> None:
     """PEP 420: ``src/acme/tools/rates.py`` with no ``__init__.py`` on the way is production
-    code; were ``acme`` not named, its imports would run in the judge. At the root a directory
-    without ``__init__.py`` (``tests/``, ``docs/``) is not taken for one, and a directory of data
-    only is no package."""
+    code; were ``acme`` not named, its imports would run in the judge. A directory of data only,
+    or of test modules only, is no package."""
     for rel in ("src/acme/tools/rates.py", "src/plain/__init__.py", "src/data/notes.txt",
-                "docs/conf.py", "tests/test_x.py"):  # fmt: skip
+                "src/checks/test_only.py", "docs/conf.py", "tests/test_x.py"):  # fmt: skip
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x = 1\n")
     assert production_names(tmp_path, ("src",), ()) == (("src",), ("acme", "plain"))
-    assert production_names(tmp_path, ("",), ("tests/",))[1] == ()
+
+
+def test_a_namespace_package_at_the_root_is_production(tmp_path: Path) -> None:
+    """A flat layout (``source_roots = ["."]``): the judge's working directory is the root and on
+    its ``sys.path``, so an unnamed ``acme/`` without ``__init__.py`` would be imported, and run,
+    in the judge (the supervisor test beside this one shows it). Every root directory that holds
+    a ``.py`` is named, but not an oracle path, a directory of tests only, or a directory named
+    after a standard-library module (a namespace portion never shadows a regular module)."""
+    for rel in ("acme/tools/rates.py", "docs/conf.py", "tests/test_x.py", "tests/helpers.py",
+                "integration_only/test_i.py", "test/support.py", "email/parse.py",
+                "data/notes.txt", "not-a-name/x.py"):  # fmt: skip
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / "json").mkdir()
+    (tmp_path / "json/__init__.py").write_text("")  # a regular package shadows: named
+    # ("test" is not in sys.stdlib_module_names: Debian ships it apart; named, it is asked of
+    # the subject, where a regular stdlib package wins just as it would here)
+    assert production_names(tmp_path, ("",), ("tests/",))[1] == ("acme", "docs", "json", "test")
+
+
+def test_what_pytest_puts_on_the_path_beside_a_test_module_is_production(tmp_path: Path) -> None:
+    """pytest's ``prepend`` mode puts ``integration/`` (a test module, no ``__init__.py``) first
+    on ``sys.path``: the patch's ``integration/helpers.py`` would run in the judge as
+    ``helpers``. Named, it is asked of the subject (which has no such path: an ``error``, never a
+    judge-side run). Under an oracle path, or in a package, nothing more is named."""
+    for rel in ("integration/test_i.py", "integration/helpers.py", "integration/conftest.py",
+                "integration/sub/test_j.py", "integration/sub/tools.py",
+                "tests/test_x.py", "tests/shared.py",
+                "pkg/__init__.py", "pkg/test_in_pkg.py", "pkg/util.py"):  # fmt: skip
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    names = production_names(tmp_path, ("",), ("tests/",))[1]
+    assert names == ("helpers", "integration", "pkg", "sub", "tools")
+    # under a src root, a test directory holding helpers is production code too
+    for rel in ("src/lib/checks/test_k.py", "src/lib/checks/fakes.py", "src/lib/core.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    assert production_names(tmp_path, ("src",), ())[1] == ("fakes", "lib")
 
 
 def test_every_execute_carries_the_judge_mode() -> None:

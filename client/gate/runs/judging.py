@@ -8,8 +8,18 @@ properties that cannot be judged; such a check is scored but never admitted unle
 reviewed configuration says ``allow_judge_off = true`` (docs/gate.md, "The judge").
 
 The production names are read from the PATCHED tree (the code the subject serves, a module the
-patch adds included): each source root's ``.py`` modules and packages (a directory with a regular
-``__init__.py``) that are neither test modules, ``conftest.py``, nor under an oracle path.
+patch adds included): each source root's ``.py`` modules and packages that are neither test
+modules, ``conftest.py``, nor under an oracle path. A package is a directory with a regular
+``__init__.py``, or a namespace package (PEP 420: no ``__init__.py``) holding a ``.py`` that is
+not a test module — at the repository root too (``source_roots = ["."]``), where the judge's
+working directory is on ``sys.path``: an unnamed root ``acme/`` would be imported, and run, in
+the judge. A root directory named after a standard-library module is left out (a namespace
+portion never shadows a regular module). And where pytest puts a test directory on ``sys.path``
+(``prepend`` import mode: a directory under a source root, not an oracle path, that holds a test
+module or ``conftest.py`` and has no ``__init__.py``), that directory's modules are production
+too: ``import helpers`` beside ``integration/test_x.py`` would otherwise run the patch's
+``integration/helpers.py`` in the judge. The subject has no such directory on its path, so such
+an import is an ``error`` (fails closed); docs/gate.md says where to put a property's helpers.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,34 +64,73 @@ def production_names(
     sent: list[str] = []
     for root in roots:
         rel = root.strip("/")
+        rel = "" if rel == "." else rel  # the configuration reads "." as "" already
         sent.append(rel or ".")
         base = tree / rel if rel else tree
-        try:
-            entries = sorted(base.iterdir())
-        except OSError:
-            continue
-        for entry in entries:
-            where = f"{rel}/{entry.name}" if rel else entry.name
-            if (where + "/").startswith(oracle) or where.startswith(oracle):
-                continue
-            name = _module_name(entry, namespaces=bool(rel))
-            if name is not None:
-                names.add(name)
+        names.update(_names_in(base, rel, oracle, at_root=not rel))
+        for where in _test_dirs(base, rel, oracle):
+            names.update(_names_in(tree / where, where, oracle, at_root=False))
     return tuple(sent), tuple(sorted(names))
 
 
-def _module_name(entry: Path, *, namespaces: bool) -> str | None:
-    """The top-level module ``entry`` is: a ``.py`` file (not a test), a package, or — under a
-    source root of its own (``src``), where every directory is code — a namespace package (no
-    ``__init__.py``; PEP 420) holding a ``.py`` file: its modules are production code too, and
-    were they not named here they would run in the judge. At the repository root (``.``) a
-    directory without ``__init__.py`` is not taken for one: ``tests/``, ``docs/``, ``scripts/``."""
+def _names_in(base: Path, rel: str, oracle: tuple[str, ...], *, at_root: bool) -> set[str]:
+    """The top-level module names a directory on ``sys.path`` offers (see the module docstring)."""
+    try:
+        entries = sorted(base.iterdir())
+    except OSError:
+        return set()
+    names: set[str] = set()
+    for entry in entries:
+        where = f"{rel}/{entry.name}" if rel else entry.name
+        if (where + "/").startswith(oracle) or where.startswith(oracle):
+            continue
+        name = _module_name(entry)
+        if name is not None and not (at_root and _stdlib_namespace(entry)):
+            names.add(name)
+    return names
+
+
+def _stdlib_namespace(entry: Path) -> bool:
+    """A root directory without ``__init__.py`` named after a standard-library module."""
+    return entry.name in sys.stdlib_module_names and not (entry / "__init__.py").is_file()
+
+
+def _test_dirs(base: Path, rel: str, oracle: tuple[str, ...]) -> list[str]:
+    """Directories below ``base`` (not ``base``, not under an oracle path, links not followed)
+    that pytest's ``prepend`` mode puts on ``sys.path``: they hold a test module or
+    ``conftest.py`` and no ``__init__.py``. Relative to the tree, sorted."""
+    found: list[str] = []
+    for dirpath, dirs, files in os.walk(base, followlinks=False):
+        here = Path(dirpath).relative_to(base).as_posix()
+        where = rel if here == "." else (f"{rel}/{here}" if rel else here)
+        dirs[:] = sorted(
+            d for d in dirs
+            if not ((f"{where}/{d}/" if where else f"{d}/").startswith(oracle))
+            and d != "__pycache__" and not d.startswith(".")
+        )  # fmt: skip
+        if here == "." or "__init__.py" in files:
+            continue
+        if any(_is_test(f) for f in files):
+            found.append(where)
+    return found
+
+
+def _is_test(filename: str) -> bool:
+    """A test module or ``conftest.py`` by its name."""
+    return any(fnmatch.fnmatch(filename, p) for p in _TESTS)
+
+
+def _module_name(entry: Path) -> str | None:
+    """The top-level module ``entry`` is: a ``.py`` file (not a test), a package, or a namespace
+    package (no ``__init__.py``; PEP 420) holding a ``.py`` file that is not a test module: its
+    modules are production code too, and were they not named here they would run in the judge.
+    A directory of test modules only (``integration/``) or of data only is no package."""
     try:
         mode = entry.lstat().st_mode
     except OSError:
         return None
     if stat.S_ISREG(mode) and entry.suffix == ".py":
-        if any(fnmatch.fnmatch(entry.name, p) for p in _TESTS) or not entry.stem.isidentifier():
+        if _is_test(entry.name) or not entry.stem.isidentifier():
             return None
         return entry.stem
     if stat.S_ISDIR(mode) and entry.name.isidentifier():
@@ -90,14 +140,14 @@ def _module_name(entry: Path, *, namespaces: bool) -> str | None:
                 return entry.name
         except OSError:
             pass
-        if namespaces and _holds_python(entry):
+        if _holds_python(entry):
             return entry.name
     return None
 
 
 def _holds_python(top: Path) -> bool:
-    """A ``.py`` file somewhere below ``top`` (links not followed)."""
+    """A ``.py`` file that is not a test module somewhere below ``top`` (links not followed)."""
     for _dirpath, _dirs, files in os.walk(top, followlinks=False):
-        if any(f.endswith(".py") for f in files):
+        if any(f.endswith(".py") and not _is_test(f) for f in files):
             return True
     return False
