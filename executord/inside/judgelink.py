@@ -72,10 +72,10 @@ class Client:
         if frozen:
             raise proxies.Unjudgeable(
                 f"the clock is frozen in the test's process ({frozen}): a time-freezing library "
-                "(freezegun's freeze_time) rebinds the clock where the test runs, never where the "
-                "code under test runs, so the call would read the real time. Pass the time in as "
-                "an argument (when=, now=), or run the check with --judge off (docs/gate.md, "
-                '"The judge")'
+                "(freezegun's freeze_time, time-machine's travel) changes the clock where the "
+                "test runs, never where the code under test runs, so the call would read the real "
+                "time. Pass the time in as an argument (when=, now=), or run the check with "
+                '--judge off (docs/gate.md, "The judge")'
             )
         with self._lock:
             return self._request(kind, fields)
@@ -349,12 +349,27 @@ _CLOCK = {
 
 def _frozen_clock() -> str:
     """Which clock name a test rebound (freezegun replaces these in ``datetime`` and ``time``
-    themselves), as ``name is module.qualname``; empty when the clock is the real one."""
+    themselves), as ``name is module.qualname``, or that time-machine travels (it patches the
+    C functions below the names, so every name above stays the real object; its public
+    ``escape_hatch.is_travelling()`` says so); empty when the clock is the real one."""
     for name, (module, attr, real) in _CLOCK.items():
         now = getattr(module, attr, real)
         if now is not real:
             where = getattr(now, "__module__", "?")
             return f"{name} is {where}.{getattr(now, '__qualname__', '?')}"
+    machine = sys.modules.get("time_machine")
+    if machine is not None:
+        hatch = getattr(machine, "escape_hatch", None)
+        try:  # the test's own import: a broken one refuses rather than guesses
+            travelling = (
+                bool(hatch.is_travelling())
+                if hatch is not None
+                else bool(getattr(machine, "coordinates_stack", ()))
+            )
+        except Exception:  # any failure to tell is a refusal
+            travelling = True
+        if travelling:
+            return "time_machine.travel is active"
     return ""
 
 

@@ -434,6 +434,31 @@ def test_a_clock_frozen_in_the_judge_is_a_clear_error(bill: Any) -> None:
     assert bill.echo(2) == 2
 
 
+def test_time_machine_travel_in_the_judge_is_a_clear_error(bill: Any) -> None:
+    """time-machine patches the C functions below ``time.time`` and ``datetime.now``: every name
+    stays the real object, so the rebinding check alone let its travel through and the subject
+    read the real time (a test could then fail under the judge with no patch to blame). Its
+    public ``escape_hatch.is_travelling()`` tells; a time_machine that cannot tell refuses."""
+    import time_machine  # noqa: PLC0415 - a dev dependency (pyproject.toml), imported where used
+
+    real = time.time
+    with time_machine.travel(0, tick=False):
+        assert time.time is real  # what the rebinding check sees
+        assert time.time() == 0.0
+        with pytest.raises(proxies.Unjudgeable, match=r"time_machine\.travel is active"):
+            bill.echo(1)
+    assert bill.echo(1) == 1  # travel over: judged again
+
+    class Broken:
+        def is_travelling(self) -> bool:
+            raise RuntimeError("no")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(time_machine, "escape_hatch", Broken())
+        with pytest.raises(proxies.Unjudgeable, match="time_machine"):
+            bill.echo(2)
+
+
 def test_a_frozen_clock_still_lets_the_phase_markers_through(tmp_path: Path) -> None:
     """A test module that starts a freeze and never stops it: the begin/end markers run no
     production code, so they still reach the subject (what ran is still attributed)."""
