@@ -37,8 +37,6 @@ the children then run as the supervisor's own uid.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import importlib.util
 import json
 import os
@@ -72,10 +70,16 @@ def _load(stem: str) -> ModuleType:
 
 if TYPE_CHECKING:
     from executord.inside import wire
-    from executord.inside import zygote as zygote_mod
 else:
     wire = _load("wire")
-    zygote_mod = _load("zygote")
+
+
+def _zygote() -> ModuleType:
+    """``zygote.py``, loaded by the one run that starts zygotes (a mutation stage's variants):
+    every other run's supervisor, PID 1 before judge and subject start, does without its imports.
+    """
+    return _load("zygote")
+
 
 _SLICE_S = 0.1
 _MAX_TARGETS = 4096
@@ -371,6 +375,7 @@ class Supervisor:
             _subreaper()
         here = os.path.dirname(os.path.abspath(__file__))
         production = json.dumps([str(p) for p in self.cfg.get("production", [])])
+        zygote_mod = _zygote()
         for role in ("subject", "judge"):
             argv = list(self.cfg[role]["argv"])
             env = {zygote_mod.PRODUCTION_ENV: production}
@@ -634,7 +639,7 @@ class Supervisor:
         if name in self.zygotes:
             return self._zygote_reset(name, [*flags, *dirs], role if switch else None)
         helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
-        argv = [sys.executable, "-I", helper, "reset", *flags, *dirs]
+        argv = [sys.executable, "-I", "-S", helper, "reset", *flags, *dirs]  # stdlib only
         ids: dict[str, Any] = {}
         if switch:
             ids = {"user": role["uid"], "group": role["gid"],
@@ -806,6 +811,9 @@ def _close_all(fdenv: dict[str, tuple[int, ...]]) -> None:
 
 def _subreaper() -> None:
     """Not PID 1 (unit tests): orphans of our children are re-parented to us all the same."""
+    import ctypes  # noqa: PLC0415 - unit tests only: PID 1 in a sandbox never loads it
+    import ctypes.util  # noqa: PLC0415
+
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

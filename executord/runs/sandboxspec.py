@@ -167,7 +167,9 @@ class SandboxLayout:
                 "LANG": "C.UTF-8",
                 "PATCHGATE_REPORT_NONCE": nonce,
             }
-            command = (argv[0], "-I", f"{INSIDE}/{SUPERVISOR}", f"{RUN}/{SUPERVISOR_CONFIG}")
+            # -S: the supervisor is standard library only; no site-packages (and no .pth file of
+            # the environment) is loaded into PID 1, which also starts sooner
+            command = (argv[0], "-I", "-S", f"{INSIDE}/{SUPERVISOR}", f"{RUN}/{SUPERVISOR_CONFIG}")
         return ContainerSpec(
             argv=command,
             mounts=mounts,

@@ -173,7 +173,7 @@ def run_supervisor(config: Path) -> tuple[int, list[dict[str, Any]], str]:
     reader.start()
     try:
         proc = subprocess.run(
-            [sys.executable, "-I", str(INSIDE / "supervisor.py"), str(config)],
+            [sys.executable, "-I", "-S", str(INSIDE / "supervisor.py"), str(config)],
             capture_output=True,
             check=False,
             timeout=300,

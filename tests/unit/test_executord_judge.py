@@ -62,7 +62,7 @@ def test_judged_sandbox_starts_the_supervisor_as_uid_0_with_three_capabilities(
     report = _execute(rig, runs=1)
     spec, policy = rig.runtime.created[0], rig.runtime.policies[0]
     assert spec.judge
-    assert spec.argv == ("python", "-I", "/patchgate/inside/supervisor.py",
+    assert spec.argv == ("python", "-I", "-S", "/patchgate/inside/supervisor.py",
                          "/patchgate/run/supervisor.json")  # fmt: skip
     assert set(spec.env) == {"PATH", "LANG", "PATCHGATE_REPORT_NONCE"}
     tmpfs = policy.tmpfs(judge=True)

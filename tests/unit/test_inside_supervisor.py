@@ -311,3 +311,35 @@ def test_a_flat_layouts_namespace_code_never_runs_in_the_judge(
 
     assert outcome([]) == "fail"  # unnamed: the patch's code ran in the judge (same pid)
     assert outcome(list(names)) == named
+
+
+def test_the_supervisor_loads_the_standard_library_only_and_no_zygote_for_a_plain_run() -> None:
+    """PID 1 starts before judge and subject, so what it imports is on every judged run's path:
+    started as the sandbox starts it (``-I -S``), it holds no site-packages module, and the
+    zygote (importlib.metadata, ctypes), which only a run with variants starts, stays unloaded."""
+    import subprocess  # noqa: PLC0415
+
+    from tests.unit._inside_helpers import INSIDE  # noqa: PLC0415
+
+    path = str(INSIDE / "supervisor.py")
+    probe = (
+        "import importlib.util, json, sys\n"
+        f"spec = importlib.util.spec_from_file_location('supervisor', {path!r})\n"
+        "mod = sys.modules['supervisor'] = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(mod)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+        "print(json.dumps([getattr(m, '__file__', None) or '' for m in sys.modules.values()]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    names, files = json.loads(out[0]), json.loads(out[1])
+    assert "_patchgate_wire" in names
+    assert not {"_patchgate_zygote", "ctypes", "importlib.metadata", "site"} & set(names)
+    assert not [f for f in files if "site-packages" in f]
+    # a run with variants loads it on demand
+    probe += "mod._zygote(); print('_patchgate_zygote' in sys.modules)\n"
+    again = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert again[-1] == "True"
