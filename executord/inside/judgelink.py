@@ -199,6 +199,8 @@ class Client:
         return wire.Encoder(self._other, self.link.caps).encode(value)
 
     def _other(self, value: object) -> list[Any]:
+        if isinstance(value, proxies.SHARED):  # a production module's value, back as plain data
+            return self.encode(proxies.plain(value))
         if isinstance(value, (proxies.Handle, proxies.Record, proxies.RecordTuple)):
             return ["h", {"id": object.__getattribute__(value, "_pg_id")}]
         hid = getattr(value, "_patchgate_hid", None) if isinstance(value, type) else None

@@ -4,6 +4,14 @@ Standard library only; loaded by ``patchgate_judge`` by file path. Records (``Re
 ``RecordTuple``) are compared here, by type name and fields; anything else is a ``Handle`` whose
 every use is again a call into the subject. A handle cannot be compared, hashed or truth-tested
 (``Unjudgeable``); a production module (``ProxyModule``) cannot be assigned to.
+
+A ``dict``, ``list`` or ``set`` read from a production module (``billing.RATES``, ``from billing
+import RATES``) crosses by value, so the test holds a copy: mutating it in place would change
+nothing the production code sees (in one process it would), a test that relies on that fails or
+errs for no fault of the patch, and nothing said why. Such a value (and every dict, list and set
+inside it) is a ``Shared*`` copy whose in-place changes are ``Unjudgeable``, naming the module
+attribute; reading, comparing, copying (``dict(x)``, ``x.copy()``, ``copy.copy``) and passing it
+to production code (as plain data) work as on the plain type.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "MARK",
+    "SHARED",
     "Handle",
     "ProxyModule",
     "Record",
@@ -22,6 +31,8 @@ __all__ = [
     "Requester",
     "SubjectLost",
     "Unjudgeable",
+    "guard",
+    "plain",
 ]
 
 MARK = "_patchgate_subject"
@@ -282,6 +293,137 @@ class RecordTuple(tuple):  # type: ignore[type-arg]
         return f"{self._pg_ref.get('qualname')}({inner})"
 
 
+def _mutator(name: str) -> Callable[..., Any]:
+    def refused(self: Any, *args: object, **kwargs: object) -> Any:
+        where = object.__getattribute__(self, "_pg_where")
+        raise Unjudgeable(
+            f"changing {where} in place ({type(self).__mro__[1].__name__}.{name}) from a test "
+            "cannot be judged: the test holds a copy of the production module's value, and "
+            "production code runs in another process and never sees the change. Pass the value "
+            "in as an argument, change a copy (dict(x), list(x), set(x)), or run the check with "
+            '--judge off (docs/gate.md, "The judge")'
+        )
+
+    return refused
+
+
+def _plain_copy(self: Any, memo: object = None) -> Any:
+    return plain(self)
+
+
+class SharedDict(dict):  # type: ignore[type-arg]
+    """A ``dict`` read from a production module: a copy whose in-place changes are refused."""
+
+    __slots__ = ("_pg_where",)
+
+    def __init__(self, items: dict[Any, Any], where: str) -> None:
+        super().__init__(items)
+        self._pg_where = where
+
+    __setitem__ = _mutator("__setitem__")
+    __delitem__ = _mutator("__delitem__")
+    __ior__ = _mutator("__ior__")
+    clear = _mutator("clear")
+    pop = _mutator("pop")
+    popitem = _mutator("popitem")
+    setdefault = _mutator("setdefault")
+    update = _mutator("update")
+    __copy__ = _plain_copy
+    __deepcopy__ = _plain_copy
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (dict, (plain(self),))
+
+
+class SharedList(list):  # type: ignore[type-arg]
+    """A ``list`` read from a production module: a copy whose in-place changes are refused."""
+
+    __slots__ = ("_pg_where",)
+
+    def __init__(self, items: list[Any], where: str) -> None:
+        super().__init__(items)
+        self._pg_where = where
+
+    __setitem__ = _mutator("__setitem__")
+    __delitem__ = _mutator("__delitem__")
+    __iadd__ = _mutator("__iadd__")
+    __imul__ = _mutator("__imul__")
+    append = _mutator("append")
+    extend = _mutator("extend")
+    insert = _mutator("insert")
+    pop = _mutator("pop")
+    remove = _mutator("remove")
+    clear = _mutator("clear")
+    sort = _mutator("sort")
+    reverse = _mutator("reverse")
+    __copy__ = _plain_copy
+    __deepcopy__ = _plain_copy
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (list, (plain(self),))
+
+
+class SharedSet(set):  # type: ignore[type-arg]
+    """A ``set`` read from a production module: a copy whose in-place changes are refused."""
+
+    __slots__ = ("_pg_where",)
+
+    def __init__(self, items: set[Any], where: str) -> None:
+        super().__init__(items)
+        self._pg_where = where
+
+    __ior__ = _mutator("__ior__")
+    __iand__ = _mutator("__iand__")
+    __isub__ = _mutator("__isub__")
+    __ixor__ = _mutator("__ixor__")
+    add = _mutator("add")
+    discard = _mutator("discard")
+    remove = _mutator("remove")
+    pop = _mutator("pop")
+    clear = _mutator("clear")
+    update = _mutator("update")
+    intersection_update = _mutator("intersection_update")
+    difference_update = _mutator("difference_update")
+    symmetric_difference_update = _mutator("symmetric_difference_update")
+    __copy__ = _plain_copy
+    __deepcopy__ = _plain_copy
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (set, (plain(self),))
+
+
+SHARED = (SharedDict, SharedList, SharedSet)
+
+
+def guard(value: object, where: str) -> Any:
+    """``value`` (read from ``where``, a production module's attribute) with every dict, list
+    and set in it, tuples and frozensets included, made a ``Shared*`` copy; the rest as is."""
+    t = type(value)
+    if t is dict:
+        return SharedDict({k: guard(v, where) for k, v in value.items()}, where)  # type: ignore[attr-defined]
+    if t is list:
+        return SharedList([guard(v, where) for v in value], where)  # type: ignore[attr-defined]
+    if t is set:
+        return SharedSet(value, where)  # type: ignore[arg-type]  # members are hashable
+    if t is tuple:
+        return tuple(guard(v, where) for v in value)  # type: ignore[attr-defined]
+    return value
+
+
+def plain(value: object) -> Any:
+    """The plain data a ``guard``ed value stands for (what crosses to production code)."""
+    t = type(value)
+    if t in (dict, SharedDict):
+        return {k: plain(v) for k, v in value.items()}  # type: ignore[attr-defined]
+    if t in (list, SharedList):
+        return [plain(v) for v in value]  # type: ignore[attr-defined]
+    if t is SharedSet:
+        return set(value)  # type: ignore[call-overload]
+    if t is tuple:
+        return tuple(plain(v) for v in value)  # type: ignore[attr-defined]
+    return value
+
+
 class ProxyModule(ModuleType):
     """A production module in the judge: attribute reads are calls into the subject."""
 
@@ -299,7 +441,7 @@ class ProxyModule(ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_pg_") or name in ("__path__", "__file__", "__wrapped__"):
             raise AttributeError(name)
-        return getattr(self._pg_handle, name)
+        return guard(getattr(self._pg_handle, name), f"{self.__name__}.{name}")
 
     def __setattr__(self, name: str, value: object) -> None:
         dunder = name.startswith("__") and name.endswith("__")

@@ -156,6 +156,13 @@ BILLING = {
 
         SHARED = Box(7)
 
+        RATES = {"eu": {"vat": [20, 10]}, "us": {}}
+        TAGS = {"a"}
+        NESTED = ([1], (2, [3]))
+
+        def rate(region):
+            return RATES[region]["vat"][0]
+
         def shared():
             return SHARED
 
@@ -411,6 +418,53 @@ def test_monkeypatching_production_code_is_a_clear_error(
         monkeypatch.setattr(bill, "__spec__", None)
     with pytest.raises(proxies.Unjudgeable):
         monkeypatch.delattr(bill, "__spec__")
+
+
+def test_mutating_a_production_modules_container_from_a_test_is_a_clear_error(bill: Any) -> None:
+    """A dict, list or set read from a production module crosses by value: a test that changes
+    it in place (a registry, a configuration) changed only its own copy, and production code in
+    the subject never saw it — in one process it would have; the test failed for no fault of
+    the patch, and nothing said why. Now every in-place change, at any depth, is ``error``
+    naming the attribute; reading, comparing, copying and passing it back work as before."""
+    import copy  # noqa: PLC0415
+
+    rates = bill.RATES
+    assert rates == {"eu": {"vat": [20, 10]}, "us": {}}  # compares as the plain value
+    assert rates["eu"]["vat"][0] == 20
+    assert sorted(rates) == ["eu", "us"]
+    refused: list[Any] = [
+        lambda: rates.__setitem__("eu", {}),
+        lambda: rates.update(us={"vat": [0]}),
+        lambda: rates.pop("us"),
+        lambda: rates.setdefault("ca", {}),
+        rates["eu"].clear,  # nested dict
+        lambda: rates["eu"]["vat"].append(5),  # nested list
+        lambda: bill.TAGS.add("b"),
+        lambda: bill.NESTED[0].append(2),  # a list inside a tuple
+        lambda: bill.NESTED[1][1].extend([4]),
+    ]
+    for change in refused:
+        with pytest.raises(
+            proxies.Unjudgeable, match=r"changing pgbill\.(RATES|TAGS|NESTED) in"
+        ) as info:
+            change()
+        assert getattr(info.value, "_patchgate_unjudgeable", False)
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(proxies.Unjudgeable):
+        mp.setitem(bill.RATES, "eu", {"vat": [0]})  # monkeypatch.setitem is the same change
+    # copies are the test's own, plain and changeable
+    for mine in (dict(rates), rates.copy(), copy.copy(rates), copy.deepcopy(rates)):
+        assert type(mine) is dict
+        mine["ca"] = {}
+    deep = copy.deepcopy(rates)
+    deep["eu"]["vat"].append(5)
+    assert type(deep["eu"]["vat"]) is list
+    assert bill.RATES["eu"]["vat"] == [20, 10]  # the production value never moved
+    assert bill.TAGS | {"b"} == {"a", "b"}
+    # passed back to production code, a module's value crosses as the plain data it is
+    assert bill.echo(rates) == {"eu": {"vat": [20, 10]}, "us": {}}
+    assert type(bill.echo(bill.NESTED)[0]) is list
+    assert bill.size(bill.TAGS) == 1
+    assert bill.rate("eu") == 20
 
 
 def test_a_clock_frozen_in_the_judge_is_a_clear_error(bill: Any) -> None:
