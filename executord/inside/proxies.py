@@ -316,9 +316,14 @@ class SharedDict(dict):  # type: ignore[type-arg]
 
     __slots__ = ("_pg_where",)
 
-    def __init__(self, items: dict[Any, Any], where: str) -> None:
+    def __new__(cls, *args: Any, _pg_where: str = "", **kwargs: Any) -> Any:
+        if not _pg_where:  # type(x)(...) elsewhere (dataclasses.asdict): the caller's own, plain
+            return dict(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, items: dict[Any, Any], *, _pg_where: str) -> None:
         super().__init__(items)
-        self._pg_where = where
+        self._pg_where = _pg_where
 
     __setitem__ = _mutator("__setitem__")
     __delitem__ = _mutator("__delitem__")
@@ -340,9 +345,14 @@ class SharedList(list):  # type: ignore[type-arg]
 
     __slots__ = ("_pg_where",)
 
-    def __init__(self, items: list[Any], where: str) -> None:
+    def __new__(cls, *args: Any, _pg_where: str = "", **kwargs: Any) -> Any:
+        if not _pg_where:  # type(x)(...) elsewhere (dataclasses.asdict): the caller's own, plain
+            return list(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, items: list[Any], *, _pg_where: str) -> None:
         super().__init__(items)
-        self._pg_where = where
+        self._pg_where = _pg_where
 
     __setitem__ = _mutator("__setitem__")
     __delitem__ = _mutator("__delitem__")
@@ -368,9 +378,14 @@ class SharedSet(set):  # type: ignore[type-arg]
 
     __slots__ = ("_pg_where",)
 
-    def __init__(self, items: set[Any], where: str) -> None:
+    def __new__(cls, *args: Any, _pg_where: str = "", **kwargs: Any) -> Any:
+        if not _pg_where:  # type(x)(...) elsewhere (dataclasses.asdict): the caller's own, plain
+            return set(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, items: set[Any], *, _pg_where: str) -> None:
         super().__init__(items)
-        self._pg_where = where
+        self._pg_where = _pg_where
 
     __ior__ = _mutator("__ior__")
     __iand__ = _mutator("__iand__")
@@ -397,14 +412,14 @@ SHARED = (SharedDict, SharedList, SharedSet)
 
 def guard(value: object, where: str) -> Any:
     """``value`` (read from ``where``, a production module's attribute) with every dict, list
-    and set in it, tuples and frozensets included, made a ``Shared*`` copy; the rest as is."""
+    and set in it, inside tuples too, made a ``Shared*`` copy; the rest as is."""
     t = type(value)
     if t is dict:
-        return SharedDict({k: guard(v, where) for k, v in value.items()}, where)  # type: ignore[attr-defined]
+        return SharedDict({k: guard(v, where) for k, v in value.items()}, _pg_where=where)  # type: ignore[attr-defined]
     if t is list:
-        return SharedList([guard(v, where) for v in value], where)  # type: ignore[attr-defined]
+        return SharedList([guard(v, where) for v in value], _pg_where=where)  # type: ignore[attr-defined]
     if t is set:
-        return SharedSet(value, where)  # type: ignore[arg-type]  # members are hashable
+        return SharedSet(value, _pg_where=where)  # type: ignore[arg-type]  # members are hashable
     if t is tuple:
         return tuple(guard(v, where) for v in value)  # type: ignore[attr-defined]
     return value

@@ -455,6 +455,11 @@ def test_mutating_a_production_modules_container_from_a_test_is_a_clear_error(bi
     for mine in (dict(rates), rates.copy(), copy.copy(rates), copy.deepcopy(rates)):
         assert type(mine) is dict
         mine["ca"] = {}
+    made = type(rates)(a=1)  # type(x)(...), as dataclasses.asdict builds a dict: a plain one
+    assert type(made) is dict
+    made["b"] = 2
+    assert type(type(bill.NESTED[0])([1])) is list
+    assert type(type(bill.TAGS)({1})) is set
     deep = copy.deepcopy(rates)
     deep["eu"]["vat"].append(5)
     assert type(deep["eu"]["vat"]) is list
