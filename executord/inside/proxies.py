@@ -307,106 +307,51 @@ def _mutator(name: str) -> Callable[..., Any]:
     return refused
 
 
-def _plain_copy(self: Any, memo: object = None) -> Any:
-    return plain(self)
+def _shared(base: Any, mutators: tuple[str, ...]) -> type:
+    """``Shared<Base>``: a ``base`` read from a production module, a copy whose in-place changes
+    (``mutators``) are refused; ``copy``, ``deepcopy`` and pickling give the plain value, and
+    ``type(x)(...)`` elsewhere (``dataclasses.asdict`` builds its dicts so) a plain ``base``."""
 
+    def __new__(cls: type, *args: Any, _pg_where: str = "", **kwargs: Any) -> Any:
+        if not _pg_where:  # the caller's own object, not a copy of the module's value
+            return base(*args, **kwargs)
+        return base.__new__(cls)
 
-class SharedDict(dict):  # type: ignore[type-arg]
-    """A ``dict`` read from a production module: a copy whose in-place changes are refused."""
-
-    __slots__ = ("_pg_where",)
-
-    def __new__(cls, *args: Any, _pg_where: str = "", **kwargs: Any) -> Any:
-        if not _pg_where:  # type(x)(...) elsewhere (dataclasses.asdict): the caller's own, plain
-            return dict(*args, **kwargs)
-        return super().__new__(cls)
-
-    def __init__(self, items: dict[Any, Any], *, _pg_where: str) -> None:
-        super().__init__(items)
+    def __init__(self: Any, items: Any, *, _pg_where: str) -> None:
+        base.__init__(self, items)
         self._pg_where = _pg_where
 
-    __setitem__ = _mutator("__setitem__")
-    __delitem__ = _mutator("__delitem__")
-    __ior__ = _mutator("__ior__")
-    clear = _mutator("clear")
-    pop = _mutator("pop")
-    popitem = _mutator("popitem")
-    setdefault = _mutator("setdefault")
-    update = _mutator("update")
-    __copy__ = _plain_copy
-    __deepcopy__ = _plain_copy
+    def plain_copy(self: Any, memo: object = None) -> Any:
+        return plain(self)
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return (dict, (plain(self),))
+    def __reduce_ex__(self: Any, protocol: Any) -> Any:
+        return (base, (plain(self),))
 
-
-class SharedList(list):  # type: ignore[type-arg]
-    """A ``list`` read from a production module: a copy whose in-place changes are refused."""
-
-    __slots__ = ("_pg_where",)
-
-    def __new__(cls, *args: Any, _pg_where: str = "", **kwargs: Any) -> Any:
-        if not _pg_where:  # type(x)(...) elsewhere (dataclasses.asdict): the caller's own, plain
-            return list(*args, **kwargs)
-        return super().__new__(cls)
-
-    def __init__(self, items: list[Any], *, _pg_where: str) -> None:
-        super().__init__(items)
-        self._pg_where = _pg_where
-
-    __setitem__ = _mutator("__setitem__")
-    __delitem__ = _mutator("__delitem__")
-    __iadd__ = _mutator("__iadd__")
-    __imul__ = _mutator("__imul__")
-    append = _mutator("append")
-    extend = _mutator("extend")
-    insert = _mutator("insert")
-    pop = _mutator("pop")
-    remove = _mutator("remove")
-    clear = _mutator("clear")
-    sort = _mutator("sort")
-    reverse = _mutator("reverse")
-    __copy__ = _plain_copy
-    __deepcopy__ = _plain_copy
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return (list, (plain(self),))
+    ns: dict[str, Any] = {
+        "__slots__": ("_pg_where",),
+        "__module__": __name__,
+        "__doc__": f"A ``{base.__name__}`` read from a production module (see the module doc).",
+        "__new__": __new__,
+        "__init__": __init__,
+        "__copy__": plain_copy,
+        "__deepcopy__": plain_copy,
+        "__reduce_ex__": __reduce_ex__,
+    }
+    ns.update({name: _mutator(name) for name in mutators})
+    return type(f"Shared{base.__name__.capitalize()}", (base,), ns)
 
 
-class SharedSet(set):  # type: ignore[type-arg]
-    """A ``set`` read from a production module: a copy whose in-place changes are refused."""
-
-    __slots__ = ("_pg_where",)
-
-    def __new__(cls, *args: Any, _pg_where: str = "", **kwargs: Any) -> Any:
-        if not _pg_where:  # type(x)(...) elsewhere (dataclasses.asdict): the caller's own, plain
-            return set(*args, **kwargs)
-        return super().__new__(cls)
-
-    def __init__(self, items: set[Any], *, _pg_where: str) -> None:
-        super().__init__(items)
-        self._pg_where = _pg_where
-
-    __ior__ = _mutator("__ior__")
-    __iand__ = _mutator("__iand__")
-    __isub__ = _mutator("__isub__")
-    __ixor__ = _mutator("__ixor__")
-    add = _mutator("add")
-    discard = _mutator("discard")
-    remove = _mutator("remove")
-    pop = _mutator("pop")
-    clear = _mutator("clear")
-    update = _mutator("update")
-    intersection_update = _mutator("intersection_update")
-    difference_update = _mutator("difference_update")
-    symmetric_difference_update = _mutator("symmetric_difference_update")
-    __copy__ = _plain_copy
-    __deepcopy__ = _plain_copy
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return (set, (plain(self),))
-
-
+SharedDict = _shared(dict, (
+    "__setitem__", "__delitem__", "__ior__", "clear", "pop", "popitem", "setdefault", "update",
+))  # fmt: skip
+SharedList = _shared(list, (
+    "__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop",
+    "remove", "clear", "sort", "reverse",
+))  # fmt: skip
+SharedSet = _shared(set, (
+    "__ior__", "__iand__", "__isub__", "__ixor__", "add", "discard", "remove", "pop", "clear",
+    "update", "intersection_update", "difference_update", "symmetric_difference_update",
+))  # fmt: skip
 SHARED = (SharedDict, SharedList, SharedSet)
 
 
@@ -419,7 +364,7 @@ def guard(value: object, where: str) -> Any:
     if t is list:
         return SharedList([guard(v, where) for v in value], _pg_where=where)  # type: ignore[attr-defined]
     if t is set:
-        return SharedSet(value, _pg_where=where)  # type: ignore[arg-type]  # members are hashable
+        return SharedSet(value, _pg_where=where)  # members are hashable
     if t is tuple:
         return tuple(guard(v, where) for v in value)  # type: ignore[attr-defined]
     return value
