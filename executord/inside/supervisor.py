@@ -370,12 +370,15 @@ class Supervisor:
         return ppid == str(os.getpid()) and bool(uid) and uid[0] == str(want)
 
     def start_zygotes(self) -> None:
-        """One zygote per role (``zygote.py``); a role whose zygote cannot start has none."""
+        """One zygote per role (``zygote.py``), both started before either is waited for (the
+        judge's imports pytest and its plugins; the subject's is ready long before); a role
+        whose zygote cannot start has none."""
         if os.getpid() != 1:
             _subreaper()
         here = os.path.dirname(os.path.abspath(__file__))
         production = json.dumps([str(p) for p in self.cfg.get("production", [])])
         zygote_mod = _zygote()
+        starting: list[tuple[str, _Zygote]] = []
         for role in ("subject", "judge"):
             argv = list(self.cfg[role]["argv"])
             env = {zygote_mod.PRODUCTION_ENV: production}
@@ -398,7 +401,8 @@ class Supervisor:
                 continue
             finally:
                 theirs.close()
-            z = _Zygote(proc, ours)
+            starting.append((role, _Zygote(proc, ours)))
+        for role, z in starting:
             try:
                 got = z.answer(_ZYGOTE_S)
                 if got.get("ready") is not True:

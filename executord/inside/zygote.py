@@ -18,7 +18,13 @@ code and collects the suite's test modules itself, so mutants and controls are r
   does not block (``-p no:NAME``) and the top-level modules of their distributions (a plugin may
   import its package late: Hypothesis's does at the terminal summary), through pytest's own
   assertion-rewriting hook marked as pytest marks them, so a run sees them rewritten as pytest
-  would have (and pytest does not warn that they were imported before it). A forked judge opens
+  would have (and pytest does not warn that they were imported before it). It also takes ahead
+  what every run would spend again (``_prepare_judge``): the standard-library modules pytest
+  imports late (``pdb``), the gate's ``wire``/``proxies``/``judgelink`` (no side effects at
+  import), and the assertion rewrite of the top-level ``-p`` plugins, the named test files and
+  the conftests above them, which a run's pytest takes from memory only for the very bytes
+  rewritten here (``_memoize_rewrites``). Before it serves, every zygote freezes what it made
+  (``gc.freeze``), so a run's garbage collections walk only the run's objects. A forked judge opens
   the reporter's channel on its run's pipe (``patchgate_channel`` was imported at the zygote's
   start, before there was one), runs ``pytest`` as ``-m`` would, ``ARGS`` and all (``-p
   patchgate_reporter -p patchgate_judge`` take the run's channels at their import there), and
@@ -65,7 +71,9 @@ import atexit
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import json
@@ -78,7 +86,10 @@ import sys
 import threading
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "BOOT",
@@ -250,8 +261,20 @@ def _start(prepare: Callable[[], None]) -> socket.socket | None:
     except Exception as exc:  # any failure makes the zygote unfit, never a run
         _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
         return None
+    _freeze()
     _send(sock, {"ready": True})
     return sock
+
+
+def _freeze() -> None:
+    """Everything the zygote made goes to the garbage collector's permanent generation
+    (``gc.freeze``): a forked run's collections then walk only what the run made. pytest's
+    unraisable-exception plugin collects at every run's end; over the zygote's pytest, plugins
+    and Hypothesis that was ~35 ms a variant. (It also keeps the forks' copy-on-write pages
+    shared.) Nothing the zygote made is garbage a run would have had collected: it made it
+    before the run began."""
+    gc.collect()
+    gc.freeze()
 
 
 # -- the judge ------------------------------------------------------------------------------
@@ -286,12 +309,43 @@ class _StubConfig:
         raise Unfit(f"pytest warned in the zygote: {warning}")
 
 
+#: Standard-library modules every run's pytest imports after the zygote's own imports (its
+#: debugging plugin's ``pdb`` at configure, and what ``pdb`` imports).
+_JUDGE_STDLIB = ("pdb", "cmd", "code", "codeop")
+#: The gate's inside modules that the reporter and the judge plugin load, under the names their
+#: ``_load`` gives them: no side effect at import, and judgelink's view of the clock is taken
+#: here before any plugin is imported, as a fresh run takes it before its entry points.
+_INSIDE = ("wire", "proxies", "judgelink")
+
+
+def _preload_inside() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for stem in _INSIDE:
+        name = f"_patchgate_{stem}"
+        if name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(name, os.path.join(here, f"{stem}.py"))
+        if spec is None or spec.loader is None:
+            raise Unfit(f"the inside module {stem} is not there")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+
+
 def _prepare_judge(args: list[str]) -> None:
+    _preload_inside()
     import pytest  # noqa: F401, PLC0415 - the judge's zygote only: once here, for every run
     from _pytest import config as pconfig  # noqa: PLC0415 - judge only
 
     for name in pconfig.default_plugins:
         importlib.import_module(f"_pytest.{name}")
+    for name in _JUDGE_STDLIB:
+        importlib.import_module(name)
+    _memoize_rewrites(_rewritten_files(args))
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         return
     from _pytest.assertion.rewrite import AssertionRewritingHook  # noqa: PLC0415 - judge only
@@ -322,6 +376,72 @@ def _prepare_judge(args: list[str]) -> None:
                 importlib.import_module(name)
     finally:
         sys.meta_path.remove(hook)
+
+
+def _rewritten_files(args: list[str]) -> list[Path]:
+    """What every run's pytest rewrites and compiles from source, the sandbox's tree being
+    read-only (no pyc of pytest's can be written there): the ``-p`` plugins that are top-level
+    modules (the reporter and the judge plugin), the test files the arguments name, and the
+    ``conftest.py`` files from the working directory down to each of them. Found without
+    importing anything."""
+    from pathlib import Path  # noqa: PLC0415 - judge only (the reset helper starts lean)
+
+    out: list[Path] = []
+    for i, a in enumerate(args):
+        spec = args[i + 1] if a == "-p" and i + 1 < len(args) else ""
+        if spec and "." not in spec and not spec.startswith("no:"):
+            found = importlib.machinery.PathFinder.find_spec(spec)
+            if found is not None and found.origin and found.origin.endswith(".py"):
+                out.append(Path(found.origin))
+    cwd = Path.cwd()
+    for a in args:
+        path = Path(a.split("::", 1)[0])
+        if a.startswith("-") or path.suffix != ".py":
+            continue
+        full = path if path.is_absolute() else cwd / path
+        out.append(full)
+        with contextlib.suppress(ValueError):
+            rel = full.parent.relative_to(cwd)
+            for depth in range(len(rel.parts) + 1):
+                out.append(cwd.joinpath(*rel.parts[:depth], "conftest.py"))
+    return list(dict.fromkeys(p for p in out if p.is_file()))
+
+
+def _memoize_rewrites(files: list[Path]) -> None:
+    """Rewrite ``files`` once here, as pytest would with its default ini, and have every run's
+    pytest take the code from memory when a file's bytes are the ones rewritten here
+    (``_rewrite_test`` is what pytest calls when it finds no pyc). A file that differs, or a
+    run whose ini sets ``enable_assertion_pass_hook`` (the one option the rewrite reads), is
+    rewritten by pytest itself. A file that does not rewrite (a syntax error) is left to the
+    run, which reports it."""
+    from pathlib import Path  # noqa: PLC0415 - judge only
+
+    from _pytest.assertion import rewrite  # noqa: PLC0415 - judge only
+
+    original = rewrite._rewrite_test
+    if getattr(original, "_patchgate_memo", False) or not files:
+        return
+    state = types.SimpleNamespace(mode="rewrite", trace=lambda *_: None, hook=None)
+    stub = _StubConfig(state)
+    memo: dict[tuple[str, bytes], Any] = {}
+    for path in files:
+        try:
+            source = path.read_bytes()
+            memo[(str(path), source)] = original(path, stub)  # type: ignore[arg-type]
+        except Exception:  # noqa: S112 - the run's pytest rewrites it, or reports why not
+            continue
+
+    def rewrite_test(fn: Path, config: Any) -> Any:
+        try:
+            hit = memo.get((str(fn), Path(fn).read_bytes()))
+        except OSError:
+            hit = None
+        if hit is not None and not config.getini("enable_assertion_pass_hook"):
+            return hit
+        return original(fn, config)
+
+    rewrite_test._patchgate_memo = True  # type: ignore[attr-defined]
+    rewrite._rewrite_test = rewrite_test
 
 
 def _exit(code: object) -> None:

@@ -492,3 +492,118 @@ def test_w():
     items = [(r["nodeid"], r["outcome"]) for r in records if r["kind"] == "item"]
     assert items == [(NODES[0], "fail"), (NODES[0], "pass")], err
     assert (tmp_path / "collected").read_text() == "w\nw\n"
+
+
+def _one_variant_run(tmp_path: Path, tests: dict[str, str], nodes: list[str]) -> list[str]:
+    """The outcomes of ``nodes`` over two controls (the disk's bytes), each pair forked or fresh
+    as the ``zygotes`` fixture says."""
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, **tests})
+    (tmp_path / "variants.bin").write_bytes(ON_DISK.encode() * 2)
+    size = len(ON_DISK.encode())
+    path = str(tmp_path / "src/pgshop/__init__.py")
+    cfg = supervisor_config(
+        tmp_path,
+        nodes,
+        variants_file=str(tmp_path / "variants.bin"),
+        variants=[{"path": path, "offset": i * size, "size": size} for i in range(2)],
+    )
+    code, records, err = run_supervisor(cfg)
+    assert code == 0, err
+    return [r["outcome"] for r in records if r["kind"] == "item"]
+
+
+def test_a_forked_judge_starts_with_what_its_zygote_made_frozen(
+    tmp_path: Path, zygotes: bool
+) -> None:
+    """The zygote moves everything it made (pytest, its plugins, Hypothesis) to the collector's
+    permanent generation before it serves, so a run's collections walk only what the run made;
+    a fresh judge (the control) has nothing frozen."""
+    frozen = "import gc\n\ndef test_frozen():\n    assert gc.get_freeze_count() > 0\n"
+    got = _one_variant_run(tmp_path, {"tests/test_gc.py": frozen}, ["tests/test_gc.py"])
+    assert got == (["pass", "pass"] if zygotes else ["fail", "fail"])
+
+
+@pytest.mark.usefixtures("zygotes")
+def test_a_test_file_changed_after_the_zygote_rewrote_it_is_rewritten_again(
+    tmp_path: Path,
+) -> None:
+    """The zygote's rewritten test modules are used only for the bytes it rewrote: a test file
+    that differs at a run's import (here the first run bumps it) is rewritten by that run's
+    pytest, so the second run's module is the new version, not the zygote's."""
+    grows = """\
+VERSION = 1
+
+def test_version():
+    with open(__file__) as fh:
+        text = fh.read()
+    on_disk = int(text.split("VERSION = ", 1)[1].split("\\n", 1)[0])
+    assert VERSION == on_disk
+    with open(__file__, "w") as fh:
+        fh.write(text.replace(f"VERSION = {on_disk}", f"VERSION = {on_disk + 1}", 1))
+"""
+    got = _one_variant_run(tmp_path, {"tests/test_grows.py": grows}, ["tests/test_grows.py"])
+    assert got == ["pass", "pass"]
+    assert "VERSION = 3" in (tmp_path / "tests/test_grows.py").read_text()
+
+
+def test_the_judge_zygote_rewrites_the_runs_files_once_and_only_for_their_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the judge's zygote rewrites ahead (the top-level ``-p`` plugins, the named test files
+    and the conftests above them) and when a run's pytest gets it from memory: the same bytes and
+    the default ini only; pytest's own rewrite otherwise, and for a file that does not parse."""
+    from _pytest.assertion import rewrite  # noqa: PLC0415 - pytest's own, restored below
+
+    zygote = load("zygote")
+    write_tree(tmp_path, {
+        "conftest.py": "X = 1\n",
+        "tests/conftest.py": "Y = 2\n",
+        "tests/test_m.py": "def test_a():\n    assert 1 + 1 == 2\n",
+        "tests/test_bad.py": "def test_b(:\n",
+        "tests/helpers.py": "Z = 3\n",
+    })  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(INSIDE))
+    args = ["-q", "-p", "no:cacheprovider", "-p", "patchgate_reporter", "-p", "pkg.mod",
+            "tests/test_m.py::test_a", "tests/test_bad.py", "tests/missing.py"]  # fmt: skip
+    files = zygote._rewritten_files(args)
+    assert files == [INSIDE / "patchgate_reporter.py", tmp_path / "tests/test_m.py",
+                     tmp_path / "conftest.py", tmp_path / "tests/conftest.py",
+                     tmp_path / "tests/test_bad.py"]  # fmt: skip
+
+    original = rewrite._rewrite_test
+    calls: list[Path] = []
+
+    def counted(fn: Path, config: Any) -> Any:
+        calls.append(fn)
+        return original(fn, config)
+
+    monkeypatch.setattr(rewrite, "_rewrite_test", counted)
+    zygote._memoize_rewrites(files)
+    assert calls == files  # each rewritten once, ahead; the broken one did not stop the rest
+    memoized = rewrite._rewrite_test
+    assert memoized is not counted
+
+    class Ini:
+        def __init__(self, pass_hook: bool) -> None:
+            self.pass_hook = pass_hook
+
+        def getini(self, name: str) -> object:
+            return self.pass_hook if name == "enable_assertion_pass_hook" else []
+
+    test_m = tmp_path / "tests/test_m.py"
+    calls.clear()
+    _, code = memoized(test_m, Ini(False))
+    assert calls == []  # from memory
+    assert code == original(test_m, Ini(False))[1]  # what pytest itself makes of those bytes
+    memoized(test_m, Ini(True))
+    assert calls == [test_m]  # the pass hook changes the rewrite: pytest's own
+    test_m.write_text("def test_a():\n    assert 1 + 2 == 3\n")
+    calls.clear()
+    _, changed = memoized(test_m, Ini(False))
+    assert calls == [test_m]
+    assert changed != code
+    with pytest.raises(SyntaxError):
+        memoized(tmp_path / "tests/test_bad.py", Ini(False))  # the run's pytest reports it
+    zygote._memoize_rewrites(files)  # once per process: a second call does not wrap again
+    assert rewrite._rewrite_test is memoized
