@@ -13,4 +13,11 @@ fi
 # set (CI images often set it) every command would compile them again at each start: about 30 ms
 # of a short command such as `patchgate digest`. Compile them once, as a wheel install would.
 .venv/bin/python -m compileall -q patchgate client signerd executord
+# The same for pytest's rewritten modules: a judge rewrites the asserts of every pytest plugin's
+# distribution it imports (Hypothesis: ~0.8 s) and keeps them in pytest's own pyc cache, which
+# a sandbox cannot write (the environment is mounted read-only). Write it once here, as the
+# judge's zygote imports them. Without it everything still runs, each sandbox only starts slower.
+if ! .venv/bin/python -I executord/inside/zygote.py warm; then
+  echo "setup: pytest's rewrite cache not written (sandboxes start slower)" >&2
+fi
 echo "setup: installed patchgate into $here/.venv" >&2

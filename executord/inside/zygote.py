@@ -102,6 +102,7 @@ __all__ = [
     "reset_main",
     "serve",
     "subject_main",
+    "warm_main",
 ]
 
 ZYGOTE_ENV = "PATCHGATE_ZYGOTE_FD"
@@ -631,8 +632,24 @@ def reset_main(argv: list[str]) -> int:
     return 1 if left else 0
 
 
+def warm_main() -> int:
+    """``python -I zygote.py warm``, at set-up on a writable environment: pytest's own cache of
+    rewritten modules (``__pycache__/*.pyc`` with pytest's tag, which pytest checks against the
+    source's mtime and size) written for the ``pytest11`` entry points' distributions, by the
+    imports the judge's zygote makes. Every sandbox mounts that environment read-only, so
+    without it each sandbox's zygote (and each fresh judge) rewrites Hypothesis again: ~0.8 s
+    here. Only the environment's own modules are written; a workspace's never are."""
+    if sys.dont_write_bytecode:
+        print("zygote.py warm: bytecode writing is off (run it with python -I)", file=sys.stderr)
+        return 1
+    _prepare_judge(["-p", "patchgate_reporter"])  # the entry points a judge loads
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["warm"]:
+        sys.exit(warm_main())
     if sys.argv[1:2] != ["reset"]:
-        print("usage: zygote.py reset [--ipc] DIR...", file=sys.stderr)
+        print("usage: zygote.py reset [--ipc] DIR... | zygote.py warm", file=sys.stderr)
         sys.exit(64)
     sys.exit(reset_main(sys.argv[1:]))

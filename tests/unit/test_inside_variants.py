@@ -607,3 +607,48 @@ def test_the_judge_zygote_rewrites_the_runs_files_once_and_only_for_their_bytes(
         memoized(tmp_path / "tests/test_bad.py", Ini(False))  # the run's pytest reports it
     zygote._memoize_rewrites(files)  # once per process: a second call does not wrap again
     assert rewrite._rewrite_test is memoized
+
+
+def _plugin_site(root: Path) -> Path:
+    """A site directory holding one pytest plugin distribution, ``pgplug`` (one module)."""
+    site = root / "site"
+    write_tree(site, {
+        "pgplug.py": "def check(x):\n    assert x == 1\n",
+        "pgplug-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: pgplug\nVersion: 1.0\n",
+        "pgplug-1.0.dist-info/entry_points.txt": "[pytest11]\npgplug = pgplug\n",
+        "pgplug-1.0.dist-info/RECORD": "pgplug.py,,\npgplug-1.0.dist-info/METADATA,,\n",
+    })  # fmt: skip
+    return site
+
+
+def _warm(site: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    program = (
+        "import sys, importlib.util as u; sys.path.insert(0, sys.argv[1]);"
+        "s = u.spec_from_file_location('_pgz', sys.argv[2]); m = u.module_from_spec(s);"
+        "s.loader.exec_module(m); sys.exit(m.warm_main())"
+    )
+    return subprocess.run(
+        [sys.executable, "-I", *flags, "-c", program, str(site), str(INSIDE / "zygote.py")],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+
+
+def test_warm_writes_pytests_rewrite_cache_for_the_plugin_distributions(tmp_path: Path) -> None:
+    """``zygote.py warm`` (set-up) imports the pytest plugins' distributions through pytest's
+    rewriting hook with bytecode writing on: pytest's own pyc of each lands beside its source,
+    where a read-only sandbox's pytest then finds it instead of rewriting it again."""
+    import _pytest.assertion.rewrite as rewrite  # noqa: PLC0415 - the pyc's name is pytest's
+
+    site = _plugin_site(tmp_path)
+    proc = _warm(site)
+    assert proc.returncode == 0, proc.stderr
+    pyc = site / "__pycache__" / f"pgplug{rewrite.PYC_TAIL}"
+    assert pyc.is_file(), sorted(p.name for p in site.rglob("*"))
+
+
+def test_warm_refuses_when_bytecode_writing_is_off(tmp_path: Path) -> None:
+    site = _plugin_site(tmp_path)
+    proc = _warm(site, "-B")
+    assert proc.returncode == 1
+    assert "bytecode writing is off" in proc.stderr
+    assert not (site / "__pycache__").exists()
