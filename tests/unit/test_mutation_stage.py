@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from client.gate.runs.mutation import (
+    MIN_PART_MUTANTS,
     classify,
     run_mutants,
     score_with_evidence,
+    split_parts,
     variant_bound_ms,
 )
 from client.gate.runs.targets import SymbolSite, executed_by
@@ -103,7 +105,7 @@ class Fake:
 def _run(  # type: ignore[no-untyped-def]
     tmp_path: Path, faults: list[str], k: int = 16, props: Sequence[PropertyPin] = (STRONG, WEAK),
     min_score: float = 0.5, base_src: bytes | None = None, suite: Sequence[PropertyPin] = (),
-    **fake_kw: Any,
+    concurrency: int = 1, **fake_kw: Any,
 ):  # fmt: skip
     fake = Fake("a", faults, **fake_kw)
     lines: list[str] = []
@@ -112,7 +114,7 @@ def _run(  # type: ignore[no-untyped-def]
         candidates={"m.f": list(props)}, sites={"m.f": SITE}, suite=[*props, *suite],
         suite_ms={"p.strong": 300, "p.weak": 100}, patched=patched, base=base, k=k,
         min_score=min_score, addresses=["a"], connect=lambda _a: fake, envelope=_envelope(),
-        expected_digest="d", fixture_root="fixtures", say=lines.append, concurrency=1,
+        expected_digest="d", fixture_root="fixtures", say=lines.append, concurrency=concurrency,
     )  # fmt: skip
     return out, fake, lines
 
@@ -154,6 +156,37 @@ def test_one_batch_of_every_mutant_and_the_controls_kills_by_the_predicate(tmp_p
     assert (out.record["min_mutation_score"], out.record["controls_required"]) == (0.5, 7)
     assert m.judge("p.strong", 0.5)[0] == 1
     assert m.judge("p.weak", 0.5)[0] == 0
+
+
+def test_a_symbols_mutants_split_over_idle_slots_each_part_with_its_own_controls(
+    tmp_path: Path,
+) -> None:
+    """With two batches in flight and one symbol, its mutants go in two batches (two sandboxes
+    at once): every mutant runs once, each batch carries the required controls, and the verdict
+    is the one a single batch gives."""
+    out, fake, _ = _run(tmp_path, [], concurrency=2)
+    m = out.results["m.f"]
+    assert len(fake.batches) == 2
+    parts = [_mutants_of(fake, i) for i in (0, 1)]
+    assert all(len(p) >= MIN_PART_MUTANTS for p in parts)
+    assert sorted(parts[0] + parts[1]) == sorted(set(parts[0] + parts[1]))  # none twice
+    assert len(parts[0]) + len(parts[1]) == m.made
+    assert [len(b["variants"]) - len(p) for b, p in zip(fake.batches, parts, strict=True)] == [7, 7]
+    assert m.controls == {"p.strong": 14, "p.weak": 14}
+    assert (len(m.killed["p.strong"]), len(m.survived["p.weak"])) == (m.made, m.made)
+    info = out.record["symbols"]["m.f"]
+    assert (info["controls"], info["batches"], info["not_run"]) == (14, 2, 0)
+    assert out.record["mutants_run"] == m.made
+    assert m.judge("p.strong", 0.5)[0] == 1
+
+
+def test_split_parts_fills_idle_slots_only_with_parts_big_enough() -> None:
+    assert split_parts({}, 4) == {}
+    assert split_parts({"a": 6}, 1) == {"a": 1}
+    assert split_parts({"a": 6}, 2) == {"a": 2}
+    assert split_parts({"a": 5}, 2) == {"a": 1}  # two parts of 2 and 3: not worth two sandboxes
+    assert split_parts({"a": 16, "b": 3}, 4) == {"a": 3, "b": 1}
+    assert split_parts({"a": 6, "b": 6, "c": 6}, 2) == {"a": 1, "b": 1, "c": 1}
 
 
 def test_the_controls_sit_at_random_positions(tmp_path: Path) -> None:

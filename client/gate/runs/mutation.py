@@ -5,7 +5,8 @@ For every changed symbol that would otherwise earn credit, its mutants
 (:mod:`client.analysis.mutation.mutants`): sites only on the lines the patch added or changed in
 the symbol's own statements, every applicable (operator, site) pair up to ``k`` (a capped sample
 is drawn from the OS's randomness per check and recorded; no cap, no randomness: the same trees
-always get the same mutants). One ``Execute`` per symbol, a **batch**:
+always get the same mutants). One ``Execute`` per symbol, a **batch** (or several, see
+:func:`split_parts`, when the lane has slots to spare):
 
 * the variants are the mutants plus at least ``required_controls(min_mutation_score)`` controls
   (the unmutated source, served the same way), in an order drawn from the OS's randomness: the
@@ -194,6 +195,37 @@ def _plan(site: SymbolSite, patched: Path, base: Path, k: int) -> tuple[Any, byt
     return made, source
 
 
+#: A symbol's mutants are split over slots that would otherwise be idle only in parts of at
+#: least this many: each part runs in a sandbox of its own with its own controls.
+MIN_PART_MUTANTS = 3
+
+
+def split_parts(sizes: Mapping[str, int], slots: int) -> dict[str, int]:
+    """How many batches each symbol's ``sizes[symbol]`` mutants go in: one each, then, while
+    there are fewer batches than ``slots`` (the batches the lane runs at once), one more for the
+    symbol with the most mutants per batch, as long as every part keeps ``MIN_PART_MUTANTS``.
+    Every mutant still runs once; each part carries the symbol's full number of controls, so
+    each sandbox is checked by controls of its own (DESIGN §6.9: "per batch")."""
+    parts = dict.fromkeys(sizes, 1)
+    while parts and sum(parts.values()) < slots:
+        best = max(parts, key=lambda s: (sizes[s] / parts[s], s))
+        if sizes[best] // (parts[best] + 1) < MIN_PART_MUTANTS:
+            break
+        parts[best] += 1
+    return parts
+
+
+def _mutants_in(b: _Batch) -> int:
+    return sum(1 for v in b.variants if v.mutant is not None)
+
+
+def _deal(mutants: Sequence[Mutant], parts: int) -> list[list[Mutant]]:
+    """``mutants`` dealt into ``parts`` parts, in an order from the OS's randomness."""
+    shuffled = list(mutants)
+    secrets.SystemRandom().shuffle(shuffled)
+    return [shuffled[i::parts] for i in range(parts)]
+
+
 def _order(mutants: Sequence[Mutant], source: bytes, controls: int) -> tuple[_Variant, ...]:
     """The mutants and ``controls`` controls in an order from the OS's randomness."""
     variants = [_Variant(m, m.source) for m in mutants]
@@ -229,6 +261,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
     per_symbol: dict[str, dict[str, Any]] = {}
     found: dict[str, _Found] = {}
     made_sets: dict[str, Any] = {}
+    planned: list[tuple[str, str, bytes, tuple[str, ...], int]] = []
     batches: deque[_Batch] = deque()
     for symbol in sorted(candidates):
         site = sites.get(symbol)
@@ -261,19 +294,31 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         info.update({"controls": controls_n, "bound_ms": bound})
         per_symbol[symbol] = info
         found[symbol] = _Found()
-        batch = _Batch(
-            n=len(batches) + 1, symbol=symbol, path=site.path,
-            variants=_order(made.mutants, source, controls_n), covering=covering,
-            props=_groups_with(suite, covering, allowed), bound_ms=bound,
-        )  # fmt: skip
-        batches.append(batch)
+        planned.append((symbol, site.path, source, covering, bound))
+    addrs = list(dict.fromkeys(addresses))
+
+    def per(a: str) -> int:
+        return concurrency or max(BATCHES_IN_FLIGHT, default_concurrency(a))
+
+    parts = split_parts({s: len(made_sets[s].mutants) for s, *_ in planned},
+                        sum(per(a) for a in addrs))  # fmt: skip
+    for symbol, path, source, covering, bound in planned:
+        props = _groups_with(suite, covering, allowed)
+        for chunk in _deal(made_sets[symbol].mutants, parts[symbol]):
+            batches.append(_Batch(
+                n=len(batches) + 1, symbol=symbol, path=path,
+                variants=_order(chunk, source, controls_n), covering=covering, props=props,
+                bound_ms=bound,
+            ))  # fmt: skip
+        per_symbol[symbol]["controls"] = controls_n * parts[symbol]
+        if parts[symbol] > 1:
+            per_symbol[symbol]["batches"] = parts[symbol]
     total_variants = sum(len(b.variants) for b in batches)
-    total_mutants = sum(len(made_sets[b.symbol].mutants) for b in batches)
+    total_mutants = sum(_mutants_in(b) for b in batches)
     lock = threading.Condition()
     pending = [len(batches)]
     cancelled = [False]
     done = [0]
-    addrs = list(dict.fromkeys(addresses))
     several = len(addrs) > 1
 
     def take(address: str) -> _Batch | None:
@@ -372,9 +417,6 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                 finally:
                     finish(retry)
 
-        def per(a: str) -> int:
-            return concurrency or max(BATCHES_IN_FLIGHT, default_concurrency(a))
-
         slots = [a for a in addrs for _ in range(per(a))]
         try:
             with ThreadPoolExecutor(max_workers=len(slots)) as pool:
@@ -396,7 +438,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                 c.close()
     elif batches:  # no executor: every mutant is not run
         for b in batches:
-            found[b.symbol].not_run += len(made_sets[b.symbol].mutants)
+            found[b.symbol].not_run += _mutants_in(b)
     for symbol, f in found.items():
         made = made_sets[symbol]
         per_symbol[symbol]["not_run"] = f.not_run
