@@ -248,7 +248,7 @@ class ExecutorClient:
         judge: str = "on",
         source_roots: Sequence[str] = (),
         production: Sequence[str] = (),
-        variants: Sequence[tuple[str, bytes]] = (),
+        variants: Sequence[tuple[str, bytes] | tuple[str, bytes, Sequence[str]]] = (),
         variant_bound_ms: int = 0,
         variant_scope: Sequence[str] = (),
     ) -> ExecutionResult:
@@ -268,12 +268,15 @@ class ExecutorClient:
         (``empty_response``) of that property. ``variant_bound_ms``: each test's bound with
         variants is min(signed bound, this) when > 0. ``variant_scope``: the properties whose
         tests run in each variant (empty: all); the others' test modules are collected all the
-        same, and only the scope's outcomes are expected.
+        same, and only the scope's outcomes are expected. A variant given as (path, source,
+        scope) runs its own ``scope`` instead (its outcomes alone are expected of it).
         """
         request_id = request_id or uuid.uuid4().hex
         scope = set(variant_scope)
-        pairs = [(p.id, r) for p in properties for r in range(1, runs + 1)
-                 if not (variants and scope) or p.id in scope]  # fmt: skip
+        ids = [p.id for p in properties]
+        per_variant = [_variant_scope(ids, v, scope) for v in variants]
+        wanted = set(ids) if not variants else {pid for own in per_variant for pid in own}
+        pairs = [(p.id, r) for p in properties for r in range(1, runs + 1) if p.id in wanted]
         try:
             manifest, signed_digest, _ = parse_fixture_statement(fixture_envelope.payload)
         except EnvelopeError as exc:
@@ -310,7 +313,10 @@ class ExecutorClient:
             judge=judge,
             source_roots=list(source_roots),
             production=list(production),
-            variants=[executor_pb2.Variant(path=p, source=bytes(src)) for p, src in variants],
+            variants=[
+                executor_pb2.Variant(path=v[0], source=bytes(v[1]), scope=list(_own_scope(v)))
+                for v in variants
+            ],
             variant_bound_ms=variant_bound_ms,
             variant_scope=list(variant_scope),
         )
@@ -325,7 +331,7 @@ class ExecutorClient:
             return self._failed(pairs, exc.kind, exc.detail, uploaded)
         expected = (request_id, signed_digest, manifest.environment_digest or "executor", judge)
         verified = self._verify(result, keyring, expected, pairs, uploaded, upload_ms)
-        return _named_back(_variants_checked(verified, pairs, len(variants)), named)
+        return _named_back(_variants_checked(verified, pairs, per_variant), named)
 
     def build(
         self,
@@ -493,14 +499,30 @@ class ExecutorClient:
         )
 
 
+def _own_scope(v: tuple[str, bytes] | tuple[str, bytes, Sequence[str]]) -> Sequence[str]:
+    return v[2] if len(v) > 2 else ()
+
+
+def _variant_scope(
+    ids: Sequence[str],
+    v: tuple[str, bytes] | tuple[str, bytes, Sequence[str]],
+    scope: set[str],
+) -> list[str]:
+    """The properties a variant runs: its own scope, else the request's, else all."""
+    want = set(_own_scope(v)) or scope
+    return [pid for pid in ids if not want or pid in want]
+
+
 def _variants_checked(
-    result: ExecutionResult, pairs: list[tuple[str, int]], count: int
+    result: ExecutionResult, pairs: list[tuple[str, int]], per_variant: Sequence[Sequence[str]]
 ) -> ExecutionResult:
-    """Without variants: ``result``. With ``count`` variants: only outcomes of a variant asked for
-    (1..count), and a transport record for each (property, variant) without an outcome."""
-    if not count or result.envelope is None:
+    """Without variants: ``result``. With variants (``per_variant[n - 1]``: the properties
+    variant n runs): only the outcomes asked for, and a transport record for each (property,
+    variant) asked for without an outcome."""
+    if not per_variant or result.envelope is None:
         return result
-    outcomes = tuple(o for o in result.outcomes if 1 <= o.variant <= count)
+    asked = {(pid, n) for n, own in enumerate(per_variant, 1) for pid in own}
+    outcomes = tuple(o for o in result.outcomes if (o.property_id, o.variant) in asked)
     seen = {(o.property_id, o.variant) for o in outcomes}
     failed = {t.property_id for t in result.transport}
     extra = [
@@ -508,8 +530,8 @@ def _variants_checked(
                         property_id=pid, run_index=r, lane=result.lane, address=result.address)
         for pid, r in pairs
         if pid not in failed
-        for n in range(1, count + 1)
-        if (pid, n) not in seen
+        for n in range(1, len(per_variant) + 1)
+        if (pid, n) in asked and (pid, n) not in seen
     ]  # fmt: skip
     return dataclasses.replace(result, outcomes=outcomes, transport=(*result.transport, *extra))
 

@@ -133,9 +133,10 @@ def _check_variants(cfg: dict[str, Any]) -> None:
     for v in variants:
         if (
             not isinstance(v, dict)
-            or set(v) != {"path", "offset", "size"}
+            or not {"path", "offset", "size"} <= set(v) <= {"path", "offset", "size", "batch"}
             or type(v["path"]) is not str
             or not all(type(v[k]) is int and v[k] >= 0 for k in ("offset", "size"))
+            or (type(v.get("batch", "/")) is not str or not v.get("batch", "/").startswith("/"))
         ):
             raise ConfigError("a malformed variant entry")
     if variants and (type(cfg.get("variants_file")) is not str or not cfg["variants_file"]):
@@ -273,6 +274,7 @@ class Supervisor:
     suspect: str = ""  # the test whose item arrived while the subject was already ending
     children: tuple[_Child, ...] = ()  # the pair running (or last run)
     zygotes: dict[str, _Zygote] = field(default_factory=dict)  # role -> its zygote (variants)
+    variant_batch: str = ""  # the variant running: its own batch file for the judge ("": none)
     unfit: list[str] = field(default_factory=list)  # why a zygote was dropped (stderr)
     forks: dict[str, int] = field(default_factory=dict)  # role -> processes its zygote forked
 
@@ -311,6 +313,8 @@ class Supervisor:
         }  # fmt: skip
         if variant is not None:  # its own variant only, on an fd it reads and closes at start
             sub_fdenv["PATCHGATE_SUBJECT_VARIANT_FD"] = (_variant_fd(*variant),)
+            if self.variant_batch:  # the node ids this variant runs (its own scope)
+                judge_env["PATCHGATE_REPORT_BATCH"] = self.variant_batch
         try:
             subject = self._launch("subject", sub_env, sub_fdenv)
         finally:
@@ -603,6 +607,7 @@ class Supervisor:
                 self.out.send({"kind": "reset", "ok": False, "detail": why})
                 return 1
             self.out.send({"kind": "variant", "index": n})
+            self.variant_batch = str(v.get("batch", ""))
             self.run_pair(wake, bound, deadline, (v["path"], source))
             del source
             why = self.reset()

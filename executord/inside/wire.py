@@ -183,7 +183,9 @@ first on ``sys.path``), ``targets`` (path of ``targets.json``, or ""), ``caps`` 
 ``max_depth``, ``max_items``}, optional), and for mutation v2 (DESIGN §6.9): ``variants_file``
 (path of the variants' sources, readable by uid 0 only, like this config), ``variants`` (a list of
 ``{"path": absolute path of the production file, "offset": int, "size": int}``: where each
-variant's source lies in ``variants_file``), ``variant_bound_ms`` (each test's clock bound with
+variant's source lies in ``variants_file``; optionally ``"batch"``: the absolute path of that
+variant's own batch file, which its judge gets as ``PATCHGATE_REPORT_BATCH`` in place of the
+judge's), ``variant_bound_ms`` (each test's clock bound with
 variants: min(``bound_ms``, this) when > 0), ``reset_dirs`` (the writable places emptied between
 variants: the entries each role's uid owns; default none), ``zygotes`` (bool, default false: fork
 each variant's processes and resets from one zygote per role, ``zygote.py``).

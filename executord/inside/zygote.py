@@ -474,6 +474,9 @@ def _open_channel() -> None:
     chan = sys.modules.get("patchgate_channel")
     if chan is None:
         return
+    batch = chan._take_env(chan.BATCH_ENV)  # a variant's own batch file (its scope), if any
+    if batch:
+        chan.__dict__["BATCH"] = batch
     fd = chan._take_env(chan.FD_ENV)
     if fd.isdigit():
         chan.__dict__.update(JUDGED=True, CHANNEL=chan.Channel("", "", int(fd)))

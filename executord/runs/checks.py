@@ -126,6 +126,13 @@ def _check_variants(inp: ExecuteInput, workspace: set[str]) -> None:
             raise InvalidArgument(f"variant {n}: {v.path!r} is not a .py file")
         if v.path not in workspace:
             raise InvalidArgument(f"variant {n}: {v.path!r} is not a file of the workspace")
+        if len(set(v.scope)) != len(v.scope):
+            raise InvalidArgument(f"variant {n}: its scope names a property twice")
+        stray = sorted(set(v.scope) - ids)
+        if stray:
+            raise InvalidArgument(
+                f"variant {n}: scope {stray[0]!r} is not a property of the request"
+            )
         if not any(r == "." or v.path.startswith(r.rstrip("/") + "/") for r in inp.source_roots):
             raise InvalidArgument(f"variant {n}: {v.path!r} is not under a source root")
         if len(v.source) > MAX_VARIANT_BYTES:

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +57,7 @@ from executord.runs.records import (
 from executord.runs.request import ExecuteInput, PropertyRun, Variant
 from executord.runs.sandboxspec import (
     BATCH_NAME,
+    INFO,
     PLUGIN_PATH,
     VARIANTS_NAME,
     WORKSPACE,
@@ -346,7 +347,7 @@ class Executor:
         def one(job: tuple[Group, int]) -> None:
             group, r = job
             if inp.variants:
-                if _scoped(inp, group):
+                if variant_plan(inp, group):
                     self._guarded_variants(prepared, state, group, emit, cancel, batch_tail)
                 return
             if len(group.members) == 1:
@@ -580,7 +581,7 @@ class Executor:
             if capture.done.is_set():
                 state.logs.append(((first, 1, 1), _run_log(group.ids, 1, capture)))
             if exc is not None:
-                for pid in _scoped(prepared.inp, group):
+                for pid in _planned_ids(variant_plan(prepared.inp, group)):
                     state.results[(pid, 1, 0)] = _transport(PropertyRun(pid, ()), 1, exc)
                 return
             for o in outcomes:
@@ -609,17 +610,22 @@ class Executor:
         bound_ms = manifest.clock_bound_ms
         if inp.variant_bound_ms:
             bound_ms = min(bound_ms, inp.variant_bound_ms) if bound_ms else inp.variant_bound_ms
-        scoped = _scoped(inp, group)
-        members = [(pid, node_arguments(by_id[pid].command, manifest.allowed_commands))
-                   for pid in scoped]  # fmt: skip
-        batch: dict[str, object] = {"bound_ms": bound_ms, "order": nodes}
-        if len(scoped) < len(group.ids):  # every module collected, only the scope's tests run
-            batch["run"] = [n for _, own in members for n in own]
-        (paths.readable / BATCH_NAME).write_text(json.dumps(batch), encoding="utf-8")
-        (paths.readable / BATCH_NAME).chmod(0o444)
-        index = _write_variants(paths.run_dir / VARIANTS_NAME, inp.variants)
-        n = len(inp.variants)
-        deadline_s = variants_deadline_s(bound_ms / 1000, len(scoped), n)
+        plan = variant_plan(inp, group)
+        own = {pid: node_arguments(by_id[pid].command, manifest.allowed_commands)
+               for pid in _planned_ids(plan)}  # fmt: skip
+        members = [[(pid, own[pid]) for pid in scoped] for _, scoped in plan]
+        files = _batch_files(
+            paths.readable, plan, own, members=len(group.ids), bound_ms=bound_ms, nodes=nodes
+        )
+        chosen = [inp.variants[g - 1] for g, _ in plan]
+        index = tuple(
+            (*at, files[tuple(scoped)])
+            for at, (_, scoped) in zip(
+                _write_variants(paths.run_dir / VARIANTS_NAME, chosen), plan, strict=True
+            )
+        )
+        n = len(plan)
+        deadline_s = variants_deadline_s(bound_ms / 1000, [len(scoped) for _, scoped in plan])
         nonce = secrets.token_hex(16)
         spec = self._spec(
             prepared,
@@ -653,9 +659,17 @@ class Executor:
             ended = f"OOM-killed at {self.policy.memory_bytes} bytes"
         elif done.timed_out:
             ended = f"past its deadline of {int(deadline_s * 1000)} ms"
-        outcomes = variant_outcomes(
-            records, members, n, ended=ended, bound_text=f"clock bound {bound_ms} ms exceeded"
-        )
+        outcomes = [
+            dataclasses.replace(o, variant=plan[o.variant - 1][0])  # the request's numbering
+            for o in variant_outcomes(
+                records,
+                (),
+                n,
+                ended=ended,
+                bound_text=f"clock bound {bound_ms} ms exceeded",
+                per_variant=members,
+            )
+        ]
         for o in outcomes:
             emit(Progress(o.property_id, 1, "done", f"variant {o.variant}: {o.outcome}"))
         collect = int((time.monotonic() - t0) * 1000)
@@ -826,7 +840,7 @@ class Executor:
         deadline_s: float,
         labels: dict[str, str],
         output: OutputCapture,
-        variants: tuple[tuple[str, int, int], ...] = (),
+        variants: tuple[tuple[str, int, int, str], ...] = (),
     ) -> ContainerSpec:
         inp, manifest = prepared.inp, prepared.statement.manifest
         judge = None
@@ -856,16 +870,57 @@ class Executor:
 VARIANT_MARGIN_S = 5.0  # with variants: a pair's start and end, beyond its bounds
 
 
-def _scoped(inp: ExecuteInput, group: Group) -> list[str]:
-    """The group's members whose tests run in each variant (``variant_scope``; empty: all)."""
-    scope = set(inp.variant_scope)
-    return [pid for pid in group.ids if not scope or pid in scope]
+def variant_plan(inp: ExecuteInput, group: Group) -> list[tuple[int, list[str]]]:
+    """The variants the group's sandbox runs, in the request's order: (1-based index in the
+    request, the group's members whose tests run in it). A variant's scope is its own
+    (``Variant.scope``), else the request's ``variant_scope``, else every member; a variant
+    whose scope holds no member of the group does not run in the group's sandbox."""
+    plan = []
+    for n, v in enumerate(inp.variants, 1):
+        scope = set(v.scope or inp.variant_scope)
+        scoped = [pid for pid in group.ids if not scope or pid in scope]
+        if scoped:
+            plan.append((n, scoped))
+    return plan
 
 
-def variants_deadline_s(bound_s: float, properties: int, variants: int) -> float:
-    """The sandbox deadline of ``variants`` pairs of a group of ``properties``: per pair the sum
-    of the bounds plus max(one bound, ``VARIANT_MARGIN_S``), plus ``BATCH_MARGIN_S`` once."""
-    return variants * (bound_s * properties + max(bound_s, VARIANT_MARGIN_S)) + BATCH_MARGIN_S
+def _batch_files(
+    readable: Path,
+    plan: Sequence[tuple[int, Sequence[str]]],
+    own: Mapping[str, Sequence[str]],
+    *,
+    members: int,
+    bound_ms: int,
+    nodes: Sequence[str],
+) -> dict[tuple[str, ...], str]:
+    """One batch file per distinct scope of ``plan`` in ``readable`` (the first one is
+    ``BATCH_NAME``, the judge's default); each scope -> its sandbox path ("" for the default).
+    Each holds the group's bound and order and, when the scope is not every member of the group,
+    the node ids to ``run``: every module is collected, only the scope's tests run."""
+    files: dict[tuple[str, ...], str] = {}
+    for _, scoped in plan:
+        if tuple(scoped) in files:
+            continue
+        batch: dict[str, object] = {"bound_ms": bound_ms, "order": list(nodes)}
+        if len(scoped) < members:
+            batch["run"] = [n for pid in scoped for n in own[pid]]
+        name = BATCH_NAME if not files else f"batch-{len(files)}.json"
+        (readable / name).write_text(json.dumps(batch), encoding="utf-8")
+        (readable / name).chmod(0o444)
+        files[tuple(scoped)] = "" if name == BATCH_NAME else f"{INFO}/{name}"
+    return files
+
+
+def _planned_ids(plan: Sequence[tuple[int, Sequence[str]]]) -> list[str]:
+    """Every property some variant of ``plan`` runs, in the group's order."""
+    return list(dict.fromkeys(pid for _, scoped in plan for pid in scoped))
+
+
+def variants_deadline_s(bound_s: float, scoped: Sequence[int]) -> float:
+    """The sandbox deadline of one pair per entry of ``scoped`` (how many properties each
+    runs): per pair the sum of its bounds plus max(one bound, ``VARIANT_MARGIN_S``), plus
+    ``BATCH_MARGIN_S`` once."""
+    return sum(bound_s * k + max(bound_s, VARIANT_MARGIN_S) for k in scoped) + BATCH_MARGIN_S
 
 
 def variant_outcomes(
@@ -876,14 +931,18 @@ def variant_outcomes(
     ended: str = "",
     bound_text: str = "",
     plugin: str = PLUGIN_PATH,
+    per_variant: Sequence[Sequence[tuple[str, Sequence[str]]]] = (),
 ) -> list[RunOutcome]:
-    """Each member property's outcome under each of ``count`` variants (run 1), from the
+    """Each member property's outcome under each of ``count`` variants (run 1; the members of
+    variant n are ``per_variant[n - 1]`` when given), from the
     variants' logs of one sandbox: each judged like one batch run, with its pair's judge status
     (the supervisor's ``judge`` record) as the exit status. A variant without a complete pair of
     records (the sandbox ended, a reset failed, a channel problem) is ``error`` for each member;
     a member its variant did not report is ``error`` too (never re-run alone)."""
     out: list[RunOutcome] = []
+    everyone = members
     for n in range(1, count + 1):
+        members = per_variant[n - 1] if per_variant else everyone
         part = records.variant_logs[n - 1] if n <= len(records.variant_logs) else None
         if records.problems:
             missing = "report channel: " + "; ".join(records.problems)

@@ -44,6 +44,8 @@ class Variant:
 
     path: str
     source: bytes = field(repr=False)
+    #: The properties whose tests run in this variant (empty: the request's ``variant_scope``).
+    scope: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -105,8 +105,9 @@ class JudgeRun:
     bound_ms: int
     deadline_ms: int
     #: Mutation v2: where each variant's source lies in ``VARIANTS_NAME`` (absolute sandbox path
-    #: of its file, offset, size), and each test's bound with variants (0: ``bound_ms``).
-    variants: tuple[tuple[str, int, int], ...] = ()
+    #: of its file, offset, size, and the sandbox path of its own batch file: "" for
+    #: ``BATCH_NAME``), and each test's bound with variants (0: ``bound_ms``).
+    variants: tuple[tuple[str, int, int, str], ...] = ()
     variant_bound_ms: int = 0
 
 
@@ -255,7 +256,10 @@ def _variant_config(judge: JudgeRun) -> dict[str, object]:
         return {}
     return {
         "variants_file": f"{RUN}/{VARIANTS_NAME}",
-        "variants": [{"path": p, "offset": o, "size": n} for p, o, n in judge.variants],
+        "variants": [
+            {"path": p, "offset": o, "size": n, **({"batch": b} if b else {})}
+            for p, o, n, b in judge.variants
+        ],
         "variant_bound_ms": judge.variant_bound_ms,
         "reset_dirs": list(RESET_DIRS),
         "zygotes": True,

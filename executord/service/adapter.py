@@ -339,7 +339,10 @@ def _to_input(request: executor_pb2.ExecuteRequest) -> ExecuteInput:
             CodeTarget(path=t.path, first_line=t.first_line, last_line=t.last_line, name=t.name)
             for t in request.targets
         ),
-        variants=tuple(Variant(path=v.path, source=bytes(v.source)) for v in request.variants),
+        variants=tuple(
+            Variant(path=v.path, source=bytes(v.source), scope=tuple(v.scope))
+            for v in request.variants
+        ),
         variant_bound_ms=request.variant_bound_ms,
         variant_scope=tuple(request.variant_scope),
     )

@@ -87,12 +87,14 @@ class ExecuteRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., fixture_envelope: _Optional[_Union[_common_pb2.Envelope, _Mapping]] = ..., workspace: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., fixture_root: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.PropertySpec, _Mapping]]] = ..., runs: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[CodeTarget, _Mapping]]] = ..., isolation: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[TreeEntry, _Mapping]]] = ..., judge: _Optional[str] = ..., source_roots: _Optional[_Iterable[str]] = ..., production: _Optional[_Iterable[str]] = ..., variants: _Optional[_Iterable[_Union[Variant, _Mapping]]] = ..., variant_bound_ms: _Optional[int] = ..., variant_scope: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Variant(_message.Message):
-    __slots__ = ("path", "source")
+    __slots__ = ("path", "source", "scope")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
     path: str
     source: bytes
-    def __init__(self, path: _Optional[str] = ..., source: _Optional[bytes] = ...) -> None: ...
+    scope: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, path: _Optional[str] = ..., source: _Optional[bytes] = ..., scope: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CodeTarget(_message.Message):
     __slots__ = ("path", "first_line", "last_line", "name")

@@ -108,13 +108,16 @@ def test_a_strong_property_earns_credit_on_the_lines_the_patch_wrote(
     assert (exact["killed"], exact["scored"], exact["score"]) == (6, 6, 1.0), exact
     assert exact["survivors"] == []
     assert len(exact["crashed"]) == 2, exact  # `pass` on an assignment: a NameError of the subject
-    assert exact["controls"] == r["mutation"]["controls_required"] == 2, exact  # 0.9: two
+    symbols = r["mutation"]["symbols"]["billing.prorate"]
+    # 0.9: two controls per batch; the eight mutants are dealt into the lane's two idle batch
+    # slots (four each), each batch with its own two controls
+    assert r["mutation"]["controls_required"] == 2
+    assert exact["controls"] == symbols["controls"] == 2 * symbols.get("batches", 1), symbols
     assert exact["controls_failed"] == [], exact
     assert "seed" not in exact  # eight candidates under a cap of 16: no sample, no randomness
     labels = [*exact["crashed"], *exact["survivors"]]
     lines = {int(m) for m in re.findall(r" at line (\d+)", " ".join(labels))}
     assert lines <= {39, 40, 41}, labels  # only the lines the patch wrote
-    symbols = r["mutation"]["symbols"]["billing.prorate"]
     assert (symbols["made"], symbols["candidates"]) == (8, 8), symbols
     # the example's weaker properties are scored too, and stay below the threshold
     for pid in ("billing.prorate.non_negative", "billing.prorate.bounded"):

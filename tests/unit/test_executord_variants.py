@@ -54,6 +54,14 @@ def _outcomes(report: object) -> dict[tuple[str, int], tuple[str, str]]:
         ({"variant_scope": ("p.nope",)}, "'p.nope' is not a property of the request"),
         ({"variant_scope": ("p.ok", "p.ok")}, "names a property twice"),
         ({"variants": (), "variant_scope": ("p.ok",)}, "variant_scope without variants"),
+        (
+            {"variants": (Variant(BILLING, b"", scope=("p.nope",)),)},
+            "variant 1: scope 'p.nope' is not a property of the request",
+        ),
+        (
+            {"variants": (Variant(BILLING, b"", scope=("p.ok", "p.ok")),)},
+            "variant 1: its scope names a property twice",
+        ),
     ],
 )
 def test_variants_are_refused_before_any_container(
@@ -160,11 +168,48 @@ def test_a_variant_scope_collects_the_whole_group_and_runs_only_its_own_tests(
     ((batch, cfg),) = seen
     assert sorted(batch["order"]) == sorted([NODE_OK, NODE_TWO])  # type: ignore[arg-type]
     assert batch["run"] == [NODE_OK]
-    assert cfg["deadline_ms"] == int(variants_deadline_s(5.0, 1, 2) * 1000) - 3000
+    assert cfg["deadline_ms"] == int(variants_deadline_s(5.0, [1, 1]) * 1000) - 3000
     # without a scope every member runs (no "run" list)
     seen.clear()
     _execute(rig, properties=(OK, SECOND), variants=(V1,), runs=1)
     assert "run" not in seen[0][0]
+
+
+def test_each_variant_runs_its_own_scope_and_only_the_groups_it_touches(tmp_path: Path) -> None:
+    """``Variant.scope`` (the variants of several symbols in one request, each running its own
+    covering properties): a group's sandbox runs only the variants whose scope holds one of its
+    members, each with a batch file naming its own tests (the first scope's is the default
+    ``batch.json``); the outcomes keep the request's variant numbers."""
+    other = PropertyRun("p.other", (*CMD, "-x", "properties/test_x.py::test_other"))
+    seen: list[tuple[dict[str, dict[str, object]], dict[str, object]]] = []
+
+    def script(spec: object) -> FakeRun:
+        run_dir = Path(next(m.source for m in spec.mounts if m.target == RUN))  # type: ignore[attr-defined]
+        info = Path(next(m.source for m in spec.mounts if m.target == "/patchgate/info"))  # type: ignore[attr-defined]
+        batches = {f.name: json.loads(f.read_text()) for f in sorted(info.glob("batch*.json"))}
+        seen.append((batches, json.loads((run_dir / SUPERVISOR_CONFIG).read_text())))
+        return FakeRun()
+
+    rig = _rig(tmp_path, FakeRuntime(script=script), clock_bound_ms=5000)
+    variants = (
+        Variant(BILLING, b"x = 1\n", scope=("p.ok",)),
+        Variant(BILLING, b"x = 2\n", scope=("p.two",)),
+        Variant(BILLING, b"x = 3\n", scope=("p.other",)),
+        Variant(BILLING, b"x = 4\n", scope=("p.two",)),
+    )
+    report = _execute(rig, properties=(OK, SECOND, other), variants=variants, runs=1)
+    assert len(rig.runtime.created) == 2
+    assert set(_outcomes(report)) == {("p.ok", 1), ("p.two", 2), ("p.other", 3), ("p.two", 4)}
+    by_count = sorted(seen, key=lambda s: -len(s[1]["variants"]))  # type: ignore[arg-type]
+    (batches, cfg), (other_batches, other_cfg) = by_count
+    assert {n: b.get("run") for n, b in batches.items()} == {
+        "batch.json": [NODE_OK], "batch-1.json": [NODE_TWO]}  # fmt: skip
+    assert [v.get("batch", "") for v in cfg["variants"]] == [  # type: ignore[attr-defined]
+        "", "/patchgate/info/batch-1.json", "/patchgate/info/batch-1.json"]  # fmt: skip
+    assert cfg["deadline_ms"] == int(variants_deadline_s(5.0, [1, 1, 1]) * 1000) - 3000
+    assert list(other_batches) == ["batch.json"]
+    assert "run" not in other_batches["batch.json"]  # the group's one member: all of it runs
+    assert len(other_cfg["variants"]) == 1  # type: ignore[arg-type]
 
 
 def test_the_variant_bound_is_the_smaller_one_and_the_deadline_covers_every_variant(
@@ -186,8 +231,8 @@ def test_the_variant_bound_is_the_smaller_one_and_the_deadline_covers_every_vari
     assert (cfg["bound_ms"], cfg["variant_bound_ms"]) == (5000, 1200)
     assert seen["batch"] == {"bound_ms": 1200, "order": [NODE_OK]}
     # the supervisor's deadline: the container's less its margin, the container's covering both
-    assert cfg["deadline_ms"] == int(variants_deadline_s(1.2, 1, 2) * 1000) - 3000
-    assert variants_deadline_s(1.2, 1, 2) == 2 * (1.2 + 5.0) + 10.0
+    assert cfg["deadline_ms"] == int(variants_deadline_s(1.2, [1, 1]) * 1000) - 3000
+    assert variants_deadline_s(1.2, [1, 1]) == 2 * (1.2 + 5.0) + 10.0
 
 
 def test_without_variants_nothing_changes_but_the_failure_kind_is_filled(tmp_path: Path) -> None:
@@ -347,11 +392,15 @@ def test_the_client_keeps_asked_variants_and_names_the_missing_ones() -> None:
         transport=(), timings={}, sandbox={},
         envelope=Envelope(payload_type="t", payload=b"", signatures=()), uploaded_bytes=0,
     )  # fmt: skip
-    checked = _variants_checked(result, [("a", 1), ("b", 1)], 2)
+    checked = _variants_checked(result, [("a", 1), ("b", 1)], [["a", "b"], ["a", "b"]])
     assert sorted((o.property_id, o.variant) for o in checked.outcomes) == [
         ("a", 1), ("a", 2), ("b", 1),
     ]  # fmt: skip
     assert [(t.kind, t.property_id, t.detail) for t in checked.transport] == [
         ("empty_response", "b", "variant 2 not reported")
     ]
-    assert _variants_checked(result, [("a", 1)], 0) is result
+    assert _variants_checked(result, [("a", 1)], []) is result
+    # each variant's own scope: only what it was asked for is kept, and only that is missed
+    own = _variants_checked(result, [("a", 1), ("b", 1)], [["b"], ["a", "b"]])
+    assert sorted((o.property_id, o.variant) for o in own.outcomes) == [("a", 2), ("b", 1)]
+    assert [(t.property_id, t.detail) for t in own.transport] == [("b", "variant 2 not reported")]

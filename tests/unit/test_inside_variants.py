@@ -652,3 +652,50 @@ def test_warm_refuses_when_bytecode_writing_is_off(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "bytecode writing is off" in proc.stderr
     assert not (site / "__pycache__").exists()
+
+
+@pytest.mark.usefixtures("zygotes")
+def test_a_variant_with_its_own_batch_file_runs_its_own_tests(tmp_path: Path) -> None:
+    """A variant entry's ``batch`` (the variants of several symbols in one sandbox, each with
+    its own covering tests) is the judge's batch for that pair alone: the next variant, without
+    one, runs the default batch's tests again, forked or fresh."""
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    (tmp_path / "scratch").mkdir()
+    sources = [MUTANT, MUTANT, ON_DISK]
+    (tmp_path / "variants.bin").write_bytes(b"".join(s.encode() for s in sources))
+    default = {"bound_ms": 0, "order": NODES, "run": [NODES[0]]}
+    own = {"bound_ms": 0, "order": NODES, "run": [NODES[1]]}
+    (tmp_path / "batch.json").write_text(json.dumps(default))
+    (tmp_path / "batch-1.json").write_text(json.dumps(own))
+    path = str(tmp_path / "src/pgshop/__init__.py")
+    entries, offset = [], 0
+    for i, s in enumerate(sources):
+        entries.append({"path": path, "offset": offset, "size": len(s.encode())})
+        offset += len(s.encode())
+        if i == 1:
+            entries[-1]["batch"] = str(tmp_path / "batch-1.json")
+    cfg_path = supervisor_config(
+        tmp_path, ["tests/test_v.py"], variants_file=str(tmp_path / "variants.bin"),
+        variants=entries,
+    )  # fmt: skip
+    cfg = json.loads(cfg_path.read_text())
+    cfg["judge"]["env"]["PATCHGATE_REPORT_BATCH"] = str(tmp_path / "batch.json")
+    cfg_path.write_text(json.dumps(cfg))
+    code, records, err = run_supervisor(cfg_path)
+    assert code == 0, err
+    items = [(r["nodeid"], r["outcome"]) for r in records if r["kind"] == "item"]
+    assert items == [(NODES[0], "fail"), (NODES[1], "pass"), (NODES[0], "pass")], err
+
+
+def test_a_variant_entry_with_a_relative_batch_path_is_a_config_error(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
+    (tmp_path / "variants.bin").write_bytes(ON_DISK.encode())
+    entry = {"path": str(tmp_path / "src/pgshop/__init__.py"), "offset": 0,
+             "size": len(ON_DISK.encode()), "batch": "batch-1.json"}  # fmt: skip
+    cfg = supervisor_config(
+        tmp_path, ["tests/test_v.py"], variants_file=str(tmp_path / "variants.bin"),
+        variants=[entry],
+    )  # fmt: skip
+    code, records, err = run_supervisor(cfg)
+    assert (code, records) == (78, [])
+    assert "a malformed variant entry" in err

@@ -37,6 +37,9 @@ SITE = SymbolSite("m.f", "m.py", 1, 4, "f")
 STRONG = prop("p.strong", ("m.f",))
 WEAK = prop("p.weak", ("m.f",))
 OTHER = prop("p.other", ("m.g",))  # in the same command-prefix group: it runs with every batch
+G_SRC = b"def h(x):\n    return x + 1\n"
+G_SITE = SymbolSite("g.h", "g.py", 1, 2, "h")
+G_PROP = prop("p.g", ("g.h",))
 
 
 def _trees(tmp_path: Path, base_src: bytes | None = None) -> tuple[Path, Path]:
@@ -45,6 +48,7 @@ def _trees(tmp_path: Path, base_src: bytes | None = None) -> tuple[Path, Path]:
     base.mkdir()
     (root / "m.py").write_bytes(SRC)
     (root / "other.py").write_bytes(b"x = 1\n")
+    (root / "g.py").write_bytes(G_SRC)
     if base_src is not None:
         (base / "m.py").write_bytes(base_src)
     return root, base
@@ -69,11 +73,14 @@ class Fake:
 
     def execute(self, *, workspace: Path, properties: Sequence[PropertyPin], runs: int = 2,
                 targets: Sequence[tuple[str, int, int, str]] = (),
-                variants: Sequence[tuple[str, bytes]] = (), variant_bound_ms: int = 0,
-                variant_scope: Sequence[str] = (), **_: Any) -> ExecutionResult:  # fmt: skip
+                variants: Sequence[tuple[str, bytes, Sequence[str]]] = (),
+                variant_bound_ms: int = 0, variant_scope: Sequence[str] = (),
+                **_: Any) -> ExecutionResult:  # fmt: skip
         assert (runs, tuple(targets)) == (1, ())
         assert (workspace / "m.py").read_bytes() == SRC  # the files on disk stay the patched ones
-        self.batches.append({"props": tuple(p.id for p in properties), "variants": list(variants),
+        self.batches.append({"props": tuple(p.id for p in properties),
+                             "variants": [(p, src) for p, src, _ in variants],
+                             "scopes": [tuple(sc) for _, _, sc in variants],
                              "bound": variant_bound_ms, "scope": tuple(variant_scope)})  # fmt: skip
         fault = self.faults.pop(0) if self.faults else ""
         if fault == "transport":
@@ -81,12 +88,14 @@ class Fake:
         if fault == "refused":
             raise RefusedError("FAILED_PRECONDITION", "no")
         outs = []
-        for n, (path, source) in enumerate(variants, start=1):
-            assert path == "m.py"
+        for n, (path, source, scope) in enumerate(variants, start=1):
+            assert path in ("m.py", "g.py")
             if n in self.drop:
                 continue
             for p in properties:
-                if source == SRC:
+                if p.id not in scope:  # as the executor: a variant runs its own scope alone
+                    continue
+                if source in (SRC, G_SRC):
                     status, kind = self.control.get(p.id, "pass"), "judge_error"
                 else:
                     status, kind = self.outcomes.get(p.id, ("pass", ""))
@@ -178,6 +187,49 @@ def test_a_symbols_mutants_split_over_idle_slots_each_part_with_its_own_controls
     assert (info["controls"], info["batches"], info["not_run"]) == (14, 2, 0)
     assert out.record["mutants_run"] == m.made
     assert m.judge("p.strong", 0.5)[0] == 1
+
+
+def _two_symbols(tmp_path: Path, g_ms: int, concurrency: int = 1) -> tuple[Any, Fake]:
+    fake = Fake("a", [], outcomes={"p.g": ("fail", "assertion")})
+    patched, base = _trees(tmp_path)
+    out = run_mutants(
+        candidates={"m.f": [STRONG, WEAK], "g.h": [G_PROP]}, sites={"m.f": SITE, "g.h": G_SITE},
+        suite=[STRONG, WEAK, G_PROP], suite_ms={"p.strong": 300, "p.weak": 100, "p.g": g_ms},
+        patched=patched, base=base, k=16, min_score=0.5, addresses=["a"],
+        connect=lambda _a: fake, envelope=_envelope(), expected_digest="d",
+        fixture_root="fixtures", concurrency=concurrency,
+    )  # fmt: skip
+    return out, fake
+
+
+def test_symbols_whose_runs_are_alike_share_one_batch_each_variant_running_its_own_scope(
+    tmp_path: Path,
+) -> None:
+    """Two symbols in one command-prefix group with the same bound go in one batch (one sandbox
+    start instead of two), their variants in one shuffled order; each variant names the symbol's
+    own covering properties as its scope, and only those outcomes count for it."""
+    out, fake = _two_symbols(tmp_path, g_ms=300)
+    assert len(fake.batches) == 1
+    ((batch),) = fake.batches
+    paths = [p for p, _ in batch["variants"]]
+    assert set(paths) == {"m.py", "g.py"}
+    assert {(p, sc) for p, sc in zip(paths, batch["scopes"], strict=True)} == {
+        ("m.py", ("p.strong", "p.weak")), ("g.py", ("p.g",))}  # fmt: skip
+    assert set(batch["scope"]) == {"p.strong", "p.weak", "p.g"}  # the union, for old executors
+    f, h = out.results["m.f"], out.results["g.h"]
+    assert (len(f.killed["p.strong"]), len(f.survived["p.weak"])) == (f.made, f.made)
+    assert len(h.killed["p.g"]) == h.made > 0
+    assert f.controls == {"p.strong": 7, "p.weak": 7}
+    assert h.controls == {"p.g": 7}
+    assert "p.g" not in f.killed
+    assert "p.strong" not in h.killed
+    assert out.record["mutants_run"] == f.made + h.made
+
+
+def test_symbols_with_different_bounds_get_batches_of_their_own(tmp_path: Path) -> None:
+    _, fake = _two_symbols(tmp_path, g_ms=1000)  # 5 s bound against 1.5 s: not alike
+    assert len(fake.batches) == 2
+    assert sorted(b["bound"] for b in fake.batches) == [1500, 5000]
 
 
 def test_split_parts_fills_idle_slots_only_with_parts_big_enough() -> None:

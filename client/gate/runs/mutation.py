@@ -84,11 +84,12 @@ class MutantClient(Protocol):
         request_id: str | None = None,
         targets: Sequence[tuple[str, int, int, str]] = (),
         isolation: str = "run",
-        variants: Sequence[tuple[str, bytes]] = (),
+        variants: Sequence[tuple[str, bytes, Sequence[str]]] = (),
         variant_bound_ms: int = 0,
         variant_scope: Sequence[str] = (),
     ) -> ExecutionResult:
-        """Run a batch; refusals raise RefusedError, transport failures TransportError."""
+        """Run a batch (each variant: path, source, the properties that run in it); refusals
+        raise RefusedError, transport failures TransportError."""
         ...
 
     def close(self) -> None:
@@ -100,19 +101,39 @@ class MutantClient(Protocol):
 class _Variant:
     mutant: Mutant | None  # None: a control
     source: bytes
+    symbol: str
+    path: str
+    covering: tuple[str, ...]  # the property ids that run in it and whose outcomes count
 
 
 @dataclass(frozen=True)
 class _Batch:
     n: int
-    symbol: str
-    path: str
     variants: tuple[_Variant, ...]
-    covering: tuple[str, ...]  # the property ids whose outcomes count
     props: tuple[PropertyPin, ...]  # what runs: every member of the covering ones' groups
     bound_ms: int
     attempt: int = 1
     avoid: str | None = None
+
+    @property
+    def symbols(self) -> list[str]:
+        return sorted({v.symbol for v in self.variants})
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.symbols)
+
+    @property
+    def covering(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(pid for v in self.variants for pid in v.covering))
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One symbol's share of a batch: some of its mutants and its full number of controls."""
+
+    variants: tuple[_Variant, ...]
+    key: tuple[tuple[str, ...], int]  # (the properties that run, the bound): alike if equal
 
 
 @dataclass(kw_only=True)
@@ -195,6 +216,8 @@ def _plan(site: SymbolSite, patched: Path, base: Path, k: int) -> tuple[Any, byt
     return made, source
 
 
+#: The most variants one batch (one ``Execute``) holds: the executor's own limit.
+MAX_BATCH_VARIANTS = 256
 #: A symbol's mutants are split over slots that would otherwise be idle only in parts of at
 #: least this many: each part runs in a sandbox of its own with its own controls.
 MIN_PART_MUTANTS = 3
@@ -219,6 +242,24 @@ def _mutants_in(b: _Batch) -> int:
     return sum(1 for v in b.variants if v.mutant is not None)
 
 
+def pack(parts: Sequence[_Part], slots: int, cap: int = MAX_BATCH_VARIANTS) -> list[list[_Part]]:
+    """The symbols' parts in batches (one sandbox each): largest first, each into a batch of its
+    own while there are fewer batches than ``slots``, then into the lightest batch whose runs
+    are alike (the same properties run, the same bound) with room for it (at most ``cap``
+    variants), else into a new one. Fewer sandboxes, fewer starts: each starts a container and
+    the roles' zygotes, ~1 s a sandbox on this kind of machine."""
+    bins: list[list[_Part]] = []
+    for part in sorted(parts, key=lambda p: -len(p.variants)):
+        size = len(part.variants)
+        fits = [b for b in bins if b[0].key == part.key
+                and sum(len(q.variants) for q in b) + size <= cap]  # fmt: skip
+        if len(bins) < slots or not fits:
+            bins.append([part])
+            continue
+        min(fits, key=lambda b: sum(len(q.variants) for q in b)).append(part)
+    return bins
+
+
 def _deal(mutants: Sequence[Mutant], parts: int) -> list[list[Mutant]]:
     """``mutants`` dealt into ``parts`` parts, in an order from the OS's randomness."""
     shuffled = list(mutants)
@@ -226,12 +267,11 @@ def _deal(mutants: Sequence[Mutant], parts: int) -> list[list[Mutant]]:
     return [shuffled[i::parts] for i in range(parts)]
 
 
-def _order(mutants: Sequence[Mutant], source: bytes, controls: int) -> tuple[_Variant, ...]:
-    """The mutants and ``controls`` controls in an order from the OS's randomness."""
-    variants = [_Variant(m, m.source) for m in mutants]
-    variants += [_Variant(None, source) for _ in range(controls)]
-    secrets.SystemRandom().shuffle(variants)
-    return tuple(variants)
+def _shuffled(variants: Sequence[_Variant]) -> tuple[_Variant, ...]:
+    """``variants`` in an order from the OS's randomness."""
+    out = list(variants)
+    secrets.SystemRandom().shuffle(out)
+    return tuple(out)
 
 
 def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its story
@@ -302,17 +342,24 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
 
     parts = split_parts({s: len(made_sets[s].mutants) for s, *_ in planned},
                         sum(per(a) for a in addrs))  # fmt: skip
+    units: list[_Part] = []
+    props_of: dict[tuple[str, ...], tuple[PropertyPin, ...]] = {}
     for symbol, path, source, covering, bound in planned:
         props = _groups_with(suite, covering, allowed)
+        props_of[tuple(p.id for p in props)] = props
         for chunk in _deal(made_sets[symbol].mutants, parts[symbol]):
-            batches.append(_Batch(
-                n=len(batches) + 1, symbol=symbol, path=path,
-                variants=_order(chunk, source, controls_n), covering=covering, props=props,
-                bound_ms=bound,
-            ))  # fmt: skip
+            mine = [_Variant(m, m.source, symbol, path, covering) for m in chunk]
+            mine += [_Variant(None, source, symbol, path, covering) for _ in range(controls_n)]
+            units.append(_Part(tuple(mine), (tuple(p.id for p in props), bound)))
         per_symbol[symbol]["controls"] = controls_n * parts[symbol]
         if parts[symbol] > 1:
             per_symbol[symbol]["batches"] = parts[symbol]
+    for group in pack(units, sum(per(a) for a in addrs)):
+        ids, bound = group[0].key
+        batches.append(_Batch(
+            n=len(batches) + 1, variants=_shuffled([v for q in group for v in q.variants]),
+            props=props_of[ids], bound_ms=bound,
+        ))  # fmt: skip
     total_variants = sum(len(b.variants) for b in batches)
     total_mutants = sum(_mutants_in(b) for b in batches)
     lock = threading.Condition()
@@ -350,14 +397,14 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                 properties=list(b.props), runs=1,
                 request_id=f"{expected_digest[:12]}-mutation-{b.n}{suffix}",
                 targets=(), isolation="run",
-                variants=[(b.path, v.source) for v in b.variants], variant_bound_ms=b.bound_ms,
-                variant_scope=b.covering,
+                variants=[(v.path, v.source, v.covering) for v in b.variants],
+                variant_bound_ms=b.bound_ms, variant_scope=b.covering,
             )  # fmt: skip
         except RefusedError as exc:
-            say(f"[mutation] {b.symbol}: {client.address} refused ({exc.code}): {exc.reason}")
+            say(f"[mutation] {b.label}: {client.address} refused ({exc.code}): {exc.reason}")
             return None
         except TransportError as exc:
-            say(f"[mutation] {b.symbol}: {client.address}: transport: {exc}")
+            say(f"[mutation] {b.label}: {client.address}: transport: {exc}")
             return _no_outcome(client.address)
 
     def settle(address: str, b: _Batch, got: ExecutionResult | None) -> _Batch | None:
@@ -367,15 +414,17 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         outs: dict[tuple[int, str], RunOutcome] = {}
         if got is not None and usable:
             for o in got.outcomes:
-                if o.property_id in b.covering and 1 <= o.variant <= len(b.variants):
+                if 1 <= o.variant <= len(b.variants) and (
+                    o.property_id in b.variants[o.variant - 1].covering
+                ):
                     outs.setdefault((o.variant, o.property_id), o)
         with lock:
             if not outs and got is not None and b.attempt < MAX_ATTEMPTS:
-                say(f"[mutation] {b.symbol}: no outcome from {address}; re-running once")
+                say(f"[mutation] {b.label}: no outcome from {address}; re-running once")
                 return dataclasses.replace(b, attempt=b.attempt + 1, avoid=address)
-            f = found[b.symbol]
             for i, v in enumerate(b.variants, start=1):
-                mine = {pid: outs.get((i, pid)) for pid in b.covering}
+                f = found[v.symbol]
+                mine = {pid: outs.get((i, pid)) for pid in v.covering}
                 if all(o is None for o in mine.values()):
                     if v.mutant is not None:
                         f.not_run += 1
@@ -398,12 +447,13 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                     killers = sorted(p for p, r in mine.items() if r and classify(r) == "killed")
                     kinds = sorted({classify(r) for r in mine.values() if r is not None})
                     tag = f"killed by {', '.join(killers)}" if killers else "/".join(kinds)
-                    say(f"[mutation {done[0]}/{total_mutants}] {b.symbol}: "
+                    say(f"[mutation {done[0]}/{total_mutants}] {v.symbol}: "
                         f"{v.mutant.label}: {tag}")  # fmt: skip
-            bad = sorted(f.controls_failed)
-            ctl = f"{sum(1 for v in b.variants if v.mutant is None)} control(s)"
-            say(f"[mutation] {b.symbol}: {ctl}" + (
-                f", FAILED for {', '.join(bad)}" if bad else ", passed"))  # fmt: skip
+            for symbol in b.symbols:
+                bad = sorted(found[symbol].controls_failed)
+                n_ctl = sum(1 for v in b.variants if v.mutant is None and v.symbol == symbol)
+                say(f"[mutation] {symbol}: {n_ctl} control(s)" + (
+                    f", FAILED for {', '.join(bad)}" if bad else ", passed"))  # fmt: skip
         return None
 
     if batches and addrs:
@@ -438,7 +488,9 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                 c.close()
     elif batches:  # no executor: every mutant is not run
         for b in batches:
-            found[b.symbol].not_run += _mutants_in(b)
+            for v in b.variants:
+                if v.mutant is not None:
+                    found[v.symbol].not_run += 1
     for symbol, f in found.items():
         made = made_sets[symbol]
         per_symbol[symbol]["not_run"] = f.not_run
