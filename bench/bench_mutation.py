@@ -19,8 +19,9 @@ keeping their behaviour.
   the rate is the receipt's ``mutation.mutants_run / elapsed_ms``, the stage's added cost
   wall(16) / wall(0). One more row: one bare ``docker run --rm --network none`` of one test
   after another (same image, same read-only host mounts), 1 / its wall: what one fresh sandbox
-  per mutant (the first stage's way) would allow at best. Mutation v2 runs a symbol's mutants
-  and controls in one sandbox, each pair forked by the roles' zygotes.
+  per mutant (the first stage's way) would allow at best. Mutation v2 packs the symbols'
+  mutants and controls into a few batches, one sandbox each, each pair forked by the roles'
+  zygotes.
 
 Targets printed beside the rows: patchgate mutants/s ≥ 0.5x mutmut's; added cost ≤ 2x at 5
 symbols. A benchmark reports, it does not assert: exit 0 whatever the numbers.

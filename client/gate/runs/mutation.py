@@ -5,8 +5,10 @@ For every changed symbol that would otherwise earn credit, its mutants
 (:mod:`client.analysis.mutation.mutants`): sites only on the lines the patch added or changed in
 the symbol's own statements, every applicable (operator, site) pair up to ``k`` (a capped sample
 is drawn from the OS's randomness per check and recorded; no cap, no randomness: the same trees
-always get the same mutants). One ``Execute`` per symbol, a **batch** (or several, see
-:func:`split_parts`, when the lane has slots to spare):
+always get the same mutants). They run in **batches**, one ``Execute`` (one sandbox per
+command-prefix group) each: the symbols whose runs are alike share one (:func:`pack`), and with
+slots to spare a symbol's mutants are dealt over several (:func:`split_parts`), every part with
+its symbol's full number of controls. Per symbol:
 
 * the variants are the mutants plus at least ``required_controls(min_mutation_score)`` controls
   (the unmutated source, served the same way), in an order drawn from the OS's randomness: the
@@ -16,8 +18,8 @@ always get the same mutants). One ``Execute`` per symbol, a **batch** (or severa
   control from a mutant;
 * the properties are the suite's command-prefix groups that hold a covering property, every
   member of them, so each variant run collects the same test modules as the suite's first run;
-  only the covering properties' node ids run (``variant_scope``), in the suite's order, and only
-  their outcomes come back;
+  only the covering properties' node ids run (each variant's ``scope``), in the suite's order,
+  and only their outcomes come back;
 * each variant run's clock bound is min(clock bound, max(1 s, 5 x the slowest covering
   property's suite-run time)).
 
