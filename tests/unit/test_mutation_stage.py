@@ -173,20 +173,24 @@ def test_a_symbols_mutants_split_over_idle_slots_each_part_with_its_own_controls
     """With two batches in flight and one symbol, its mutants go in two batches (two sandboxes
     at once): every mutant runs once, each batch carries the required controls, and the verdict
     is the one a single batch gives."""
-    out, fake, _ = _run(tmp_path, [], concurrency=2)
+    out, fake, _ = _run(tmp_path, [], concurrency=2, min_score=0.9)  # 2 controls a batch
     m = out.results["m.f"]
     assert len(fake.batches) == 2
     parts = [_mutants_of(fake, i) for i in (0, 1)]
     assert all(len(p) >= MIN_PART_MUTANTS for p in parts)
     assert sorted(parts[0] + parts[1]) == sorted(set(parts[0] + parts[1]))  # none twice
     assert len(parts[0]) + len(parts[1]) == m.made
-    assert [len(b["variants"]) - len(p) for b, p in zip(fake.batches, parts, strict=True)] == [7, 7]
-    assert m.controls == {"p.strong": 14, "p.weak": 14}
+    assert [len(b["variants"]) - len(p) for b, p in zip(fake.batches, parts, strict=True)] == [2, 2]
+    assert m.controls == {"p.strong": 4, "p.weak": 4}
     assert (len(m.killed["p.strong"]), len(m.survived["p.weak"])) == (m.made, m.made)
     info = out.record["symbols"]["m.f"]
-    assert (info["controls"], info["batches"], info["not_run"]) == (14, 2, 0)
+    assert (info["controls"], info["batches"], info["not_run"]) == (4, 2, 0)
     assert out.record["mutants_run"] == m.made
-    assert m.judge("p.strong", 0.5)[0] == 1
+    assert m.judge("p.strong", 0.9)[0] == 1
+    # at the default threshold (7 controls a batch) parts of half the mutants are too small
+    (tmp_path / "default").mkdir()
+    _, one, _ = _run(tmp_path / "default", [], concurrency=2)
+    assert len(one.batches) == 1
 
 
 def _two_symbols(tmp_path: Path, g_ms: int, concurrency: int = 1) -> tuple[Any, Fake]:
@@ -239,6 +243,10 @@ def test_split_parts_fills_idle_slots_only_with_parts_big_enough() -> None:
     assert split_parts({"a": 5}, 2) == {"a": 1}  # two parts of 2 and 3: not worth two sandboxes
     assert split_parts({"a": 16, "b": 3}, 4) == {"a": 3, "b": 1}
     assert split_parts({"a": 6, "b": 6, "c": 6}, 2) == {"a": 1, "b": 1, "c": 1}
+    # each part carries the symbol's controls: no part smaller than them
+    assert split_parts({"a": 6}, 2, controls=2) == {"a": 2}
+    assert split_parts({"a": 6}, 2, controls=7) == {"a": 1}  # 3 + 7 twice: more than 6 + 7 once
+    assert split_parts({"a": 16}, 2, controls=7) == {"a": 2}
 
 
 def test_the_controls_sit_at_random_positions(tmp_path: Path) -> None:

@@ -221,20 +221,24 @@ def _plan(site: SymbolSite, patched: Path, base: Path, k: int) -> tuple[Any, byt
 #: The most variants one batch (one ``Execute``) holds: the executor's own limit.
 MAX_BATCH_VARIANTS = 256
 #: A symbol's mutants are split over slots that would otherwise be idle only in parts of at
-#: least this many: each part runs in a sandbox of its own with its own controls.
+#: least this many, and of at least as many as its controls: each part runs in a sandbox of its
+#: own with the symbol's full number of controls, so a part smaller than those costs more
+#: sandboxed runs than the idle slot gives back (two sandboxes at once run ~1.6x one's here).
 MIN_PART_MUTANTS = 3
 
 
-def split_parts(sizes: Mapping[str, int], slots: int) -> dict[str, int]:
+def split_parts(sizes: Mapping[str, int], slots: int, controls: int = 0) -> dict[str, int]:
     """How many batches each symbol's ``sizes[symbol]`` mutants go in: one each, then, while
     there are fewer batches than ``slots`` (the batches the lane runs at once), one more for the
-    symbol with the most mutants per batch, as long as every part keeps ``MIN_PART_MUTANTS``.
-    Every mutant still runs once; each part carries the symbol's full number of controls, so
-    each sandbox is checked by controls of its own (DESIGN §6.9: "per batch")."""
+    symbol with the most mutants per batch, as long as every part keeps max(``MIN_PART_MUTANTS``,
+    ``controls``) mutants. Every mutant still runs once; each part carries the symbol's full
+    number of ``controls``, so each sandbox is checked by controls of its own (DESIGN §6.9:
+    "per batch")."""
+    least = max(MIN_PART_MUTANTS, controls)
     parts = dict.fromkeys(sizes, 1)
     while parts and sum(parts.values()) < slots:
         best = max(parts, key=lambda s: (sizes[s] / parts[s], s))
-        if sizes[best] // (parts[best] + 1) < MIN_PART_MUTANTS:
+        if sizes[best] // (parts[best] + 1) < least:
             break
         parts[best] += 1
     return parts
@@ -343,7 +347,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         return concurrency or max(BATCHES_IN_FLIGHT, default_concurrency(a))
 
     parts = split_parts({s: len(made_sets[s].mutants) for s, *_ in planned},
-                        sum(per(a) for a in addrs))  # fmt: skip
+                        sum(per(a) for a in addrs), controls_n)  # fmt: skip
     units: list[_Part] = []
     props_of: dict[tuple[str, ...], tuple[PropertyPin, ...]] = {}
     for symbol, path, source, covering, bound in planned:
