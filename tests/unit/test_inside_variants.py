@@ -453,6 +453,17 @@ def test_the_judge_zygote_leaves_out_the_plugins_the_argv_blocks() -> None:
     }
 
 
+def _items_with_batch(cfg_path: Path, batch: Path) -> tuple[list[tuple[str, str]], str]:
+    """Run the supervisor of ``cfg_path`` with ``batch`` as the judge's batch file: the items'
+    (node id, outcome) in order, and its stderr (it must have exited 0)."""
+    cfg = json.loads(cfg_path.read_text())
+    cfg["judge"]["env"]["PATCHGATE_REPORT_BATCH"] = str(batch)
+    cfg_path.write_text(json.dumps(cfg))
+    code, records, err = run_supervisor(cfg_path)
+    assert code == 0, err
+    return [(r["nodeid"], r["outcome"]) for r in records if r["kind"] == "item"], err
+
+
 @pytest.mark.usefixtures("zygotes")
 def test_a_batch_that_names_what_to_run_collects_every_module_and_runs_only_that(
     tmp_path: Path,
@@ -484,12 +495,7 @@ def test_w():
             {"path": path, "offset": len(MUTANT.encode()), "size": len(ON_DISK.encode())},
         ],
     )
-    cfg = json.loads(cfg_path.read_text())
-    cfg["judge"]["env"]["PATCHGATE_REPORT_BATCH"] = str(tmp_path / "batch.json")
-    cfg_path.write_text(json.dumps(cfg))
-    code, records, err = run_supervisor(cfg_path)
-    assert code == 0, err
-    items = [(r["nodeid"], r["outcome"]) for r in records if r["kind"] == "item"]
+    items, err = _items_with_batch(cfg_path, tmp_path / "batch.json")
     assert items == [(NODES[0], "fail"), (NODES[0], "pass")], err
     assert (tmp_path / "collected").read_text() == "w\nw\n"
 
@@ -678,12 +684,7 @@ def test_a_variant_with_its_own_batch_file_runs_its_own_tests(tmp_path: Path) ->
         tmp_path, ["tests/test_v.py"], variants_file=str(tmp_path / "variants.bin"),
         variants=entries,
     )  # fmt: skip
-    cfg = json.loads(cfg_path.read_text())
-    cfg["judge"]["env"]["PATCHGATE_REPORT_BATCH"] = str(tmp_path / "batch.json")
-    cfg_path.write_text(json.dumps(cfg))
-    code, records, err = run_supervisor(cfg_path)
-    assert code == 0, err
-    items = [(r["nodeid"], r["outcome"]) for r in records if r["kind"] == "item"]
+    items, err = _items_with_batch(cfg_path, tmp_path / "batch.json")
     assert items == [(NODES[0], "fail"), (NODES[1], "pass"), (NODES[0], "pass")], err
 
 
