@@ -27,6 +27,7 @@ __all__ = [
     "node_arguments",
     "run_order",
     "split_command",
+    "variant_members",
 ]
 
 VALUE_OPTIONS = frozenset({  # pytest options whose value is the next word
@@ -116,3 +117,13 @@ def run_order(ids: Sequence[str], seed: int, run_index: int) -> list[str]:
     if run_index % 2 == 0:
         out.reverse()
     return out
+
+
+def variant_members(
+    ids: Sequence[str], own: Sequence[str], request: Sequence[str] = ()
+) -> list[str]:
+    """Of ``ids`` (in their order), those a mutation variant runs: its ``own`` scope
+    (``Variant.scope``), else the request's ``variant_scope``, else all of them. The executor
+    runs these and the client expects exactly their outcomes."""
+    want = set(own) or set(request)
+    return [pid for pid in ids if not want or pid in want]

@@ -27,6 +27,7 @@ import grpc
 from google.protobuf import json_format
 
 from patchgate.addr import parse_address
+from patchgate.batching import variant_members
 from patchgate.digest import FileEntry, hash_files, validate_path
 from patchgate.envelope import Envelope, parse_fixture_statement
 from patchgate.environment import cached_tree, environment_digest, tree_files
@@ -272,9 +273,8 @@ class ExecutorClient:
         scope) runs its own ``scope`` instead (its outcomes alone are expected of it).
         """
         request_id = request_id or uuid.uuid4().hex
-        scope = set(variant_scope)
         ids = [p.id for p in properties]
-        per_variant = [_variant_scope(ids, v, scope) for v in variants]
+        per_variant = [variant_members(ids, _own_scope(v), variant_scope) for v in variants]
         wanted = set(ids) if not variants else {pid for own in per_variant for pid in own}
         pairs = [(p.id, r) for p in properties for r in range(1, runs + 1) if p.id in wanted]
         try:
@@ -501,16 +501,6 @@ class ExecutorClient:
 
 def _own_scope(v: tuple[str, bytes] | tuple[str, bytes, Sequence[str]]) -> Sequence[str]:
     return v[2] if len(v) > 2 else ()
-
-
-def _variant_scope(
-    ids: Sequence[str],
-    v: tuple[str, bytes] | tuple[str, bytes, Sequence[str]],
-    scope: set[str],
-) -> list[str]:
-    """The properties a variant runs: its own scope, else the request's, else all."""
-    want = set(_own_scope(v)) or scope
-    return [pid for pid in ids if not want or pid in want]
 
 
 def _variants_checked(

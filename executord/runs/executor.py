@@ -76,7 +76,7 @@ from executord.sandbox.container import (
 )
 from executord.sandbox.output import TAIL_BYTES, OutputCapture, printable
 from executord.store.blobstore import BlobStore
-from patchgate.batching import Group, group_properties, run_order
+from patchgate.batching import Group, group_properties, run_order, variant_members
 from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
 from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelope
 from patchgate.errors import EnvelopeError
@@ -877,8 +877,7 @@ def variant_plan(inp: ExecuteInput, group: Group) -> list[tuple[int, list[str]]]
     whose scope holds no member of the group does not run in the group's sandbox."""
     plan = []
     for n, v in enumerate(inp.variants, 1):
-        scope = set(v.scope or inp.variant_scope)
-        scoped = [pid for pid in group.ids if not scope or pid in scope]
+        scoped = variant_members(group.ids, v.scope, inp.variant_scope)
         if scoped:
             plan.append((n, scoped))
     return plan

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from patchgate.batching import Group, group_properties, run_order, split_command
+from patchgate.batching import Group, group_properties, run_order, split_command, variant_members
 
 PYTEST = ("python", "-m", "pytest")
 ALLOWED = [PYTEST]
@@ -79,3 +79,11 @@ def test_every_pair_runs_in_both_orders_over_two_runs(ids: list[str]) -> None:
         for b in ids:
             if a != b:
                 assert (one.index(a) < one.index(b)) != (two.index(a) < two.index(b))
+
+
+def test_a_variant_runs_its_own_scope_else_the_requests_else_all_in_the_groups_order() -> None:
+    ids = ["a", "b", "c"]
+    assert variant_members(ids, ("c", "a"), ("b",)) == ["a", "c"]  # its own wins
+    assert variant_members(ids, (), ("b", "z")) == ["b"]  # the request's; unknown ids drop out
+    assert variant_members(ids, ()) == ids
+    assert variant_members(ids, ("z",)) == []  # a scope with no member here: it does not run
