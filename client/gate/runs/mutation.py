@@ -135,7 +135,13 @@ class _Part:
     """One symbol's share of a batch: some of its mutants and its full number of controls."""
 
     variants: tuple[_Variant, ...]
-    key: tuple[tuple[str, ...], int]  # (the properties that run, the bound): alike if equal
+    props: tuple[PropertyPin, ...]  # what runs (the covering properties' whole groups)
+    bound_ms: int
+
+    @property
+    def key(self) -> tuple[tuple[str, ...], int]:
+        """Parts with equal keys run alike: the same properties, the same bound."""
+        return tuple(p.id for p in self.props), self.bound_ms
 
 
 @dataclass(kw_only=True)
@@ -343,28 +349,25 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         planned.append((symbol, site.path, source, covering, bound))
     addrs = list(dict.fromkeys(addresses))
 
-    def per(a: str) -> int:
-        return concurrency or max(BATCHES_IN_FLIGHT, default_concurrency(a))
-
-    parts = split_parts({s: len(made_sets[s].mutants) for s, *_ in planned},
-                        sum(per(a) for a in addrs), controls_n)  # fmt: skip
+    # the batch slots: batches in flight per address (its executor runs them on its own slots)
+    in_flight = {a: concurrency or max(BATCHES_IN_FLIGHT, default_concurrency(a)) for a in addrs}
+    slots = [a for a in addrs for _ in range(in_flight[a])]
+    sizes = {s: len(made_sets[s].mutants) for s, *_ in planned}
+    parts = split_parts(sizes, len(slots), controls_n)
     units: list[_Part] = []
-    props_of: dict[tuple[str, ...], tuple[PropertyPin, ...]] = {}
     for symbol, path, source, covering, bound in planned:
         props = _groups_with(suite, covering, allowed)
-        props_of[tuple(p.id for p in props)] = props
         for chunk in _deal(made_sets[symbol].mutants, parts[symbol]):
             mine = [_Variant(m, m.source, symbol, path, covering) for m in chunk]
             mine += [_Variant(None, source, symbol, path, covering) for _ in range(controls_n)]
-            units.append(_Part(tuple(mine), (tuple(p.id for p in props), bound)))
+            units.append(_Part(tuple(mine), props, bound))
         per_symbol[symbol]["controls"] = controls_n * parts[symbol]
         if parts[symbol] > 1:
             per_symbol[symbol]["batches"] = parts[symbol]
-    for group in pack(units, sum(per(a) for a in addrs)):
-        ids, bound = group[0].key
+    for group in pack(units, len(slots)):
         batches.append(_Batch(
             n=len(batches) + 1, variants=_shuffled([v for q in group for v in q.variants]),
-            props=props_of[ids], bound_ms=bound,
+            props=group[0].props, bound_ms=group[0].bound_ms,
         ))  # fmt: skip
     total_variants = sum(len(b.variants) for b in batches)
     total_mutants = sum(_mutants_in(b) for b in batches)
@@ -473,7 +476,6 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                 finally:
                     finish(retry)
 
-        slots = [a for a in addrs for _ in range(per(a))]
         try:
             with ThreadPoolExecutor(max_workers=len(slots)) as pool:
                 futures = [pool.submit(worker, a) for a in slots]
