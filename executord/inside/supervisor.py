@@ -274,7 +274,6 @@ class Supervisor:
     suspect: str = ""  # the test whose item arrived while the subject was already ending
     children: tuple[_Child, ...] = ()  # the pair running (or last run)
     zygotes: dict[str, _Zygote] = field(default_factory=dict)  # role -> its zygote (variants)
-    variant_batch: str = ""  # the variant running: its own batch file for the judge ("": none)
     unfit: list[str] = field(default_factory=list)  # why a zygote was dropped (stderr)
     forks: dict[str, int] = field(default_factory=dict)  # role -> processes its zygote forked
 
@@ -285,7 +284,7 @@ class Supervisor:
             self.pending.append(rec)
 
     def spawn(
-        self, variant: tuple[str, bytes] | None = None
+        self, variant: tuple[str, bytes] | None = None, batch: str = ""
     ) -> tuple[_Child, _Child, _Lines, _Lines]:
         j_r, s_w = os.pipe()  # subject -> judge
         s_r, j_w = os.pipe()  # judge -> subject
@@ -313,8 +312,8 @@ class Supervisor:
         }  # fmt: skip
         if variant is not None:  # its own variant only, on an fd it reads and closes at start
             sub_fdenv["PATCHGATE_SUBJECT_VARIANT_FD"] = (_variant_fd(*variant),)
-            if self.variant_batch:  # the node ids this variant runs (its own scope)
-                judge_env["PATCHGATE_REPORT_BATCH"] = self.variant_batch
+            if batch:  # the variant's own batch file: the node ids it runs (its own scope)
+                judge_env["PATCHGATE_REPORT_BATCH"] = batch
         try:
             subject = self._launch("subject", sub_env, sub_fdenv)
         finally:
@@ -607,8 +606,7 @@ class Supervisor:
                 self.out.send({"kind": "reset", "ok": False, "detail": why})
                 return 1
             self.out.send({"kind": "variant", "index": n})
-            self.variant_batch = str(v.get("batch", ""))
-            self.run_pair(wake, bound, deadline, (v["path"], source))
+            self.run_pair(wake, bound, deadline, (v["path"], source), str(v.get("batch", "")))
             del source
             why = self.reset()
             if why:
@@ -699,11 +697,13 @@ class Supervisor:
         bound: float,
         deadline: float | None,
         variant: tuple[str, bytes] | None = None,
+        batch: str = "",
     ) -> int:
-        """One judge and one subject, start to end; the judge's exit status."""
+        """One judge and one subject, start to end (with ``variant``: the subject's source, and
+        ``batch``, the judge's own batch file when not ""); the judge's exit status."""
         self.pending, self.started, self.current, self.since = [], False, "", 0.0
         self.garbage, self.finished, self.suspect = False, False, ""
-        judge, subject, jlines, slines = self.spawn(variant)
+        judge, subject, jlines, slines = self.spawn(variant, batch)
         del variant
         grace = max(0, int(self.cfg.get("grace_ms", 2000))) / 1000
         judge_gone_at: float | None = None
