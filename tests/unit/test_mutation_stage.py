@@ -249,6 +249,41 @@ def test_split_parts_fills_idle_slots_only_with_parts_big_enough() -> None:
     assert split_parts({"a": 16}, 2, controls=7) == {"a": 2}
 
 
+def test_no_part_holds_more_than_a_batch_does() -> None:
+    """The executor refuses a batch over 256 variants: a symbol's mutants go in as many parts as
+    hold them beside its controls, before any idle slot is filled."""
+    assert split_parts({"a": 254}, 1, controls=2) == {"a": 1}
+    assert split_parts({"a": 255}, 1, controls=2) == {"a": 2}
+    assert split_parts({"a": 600, "b": 3}, 1, controls=7) == {"a": 3, "b": 1}
+    assert split_parts({"a": 10}, 4, controls=2, cap=6) == {"a": 3}  # 4 parts: under 3 each
+    with pytest.raises(ValueError, match="no room"):
+        split_parts({"a": 1}, 1, controls=256)
+
+
+def test_a_symbol_with_more_mutants_than_a_batch_holds_runs_them_all_in_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("client.gate.runs.mutation.MAX_BATCH_VARIANTS", 5)
+    out, fake, _ = _run(tmp_path, [], k=6, min_score=1.0)  # 2 controls: 3 mutants a batch
+    m = out.results["m.f"]
+    assert m.made == 6
+    assert [len(b["variants"]) for b in fake.batches] == [5, 5]
+    assert sum(len(_mutants_of(fake, i)) for i in range(2)) == 6
+    assert (m.not_run, m.ran("p.strong"), m.controls["p.strong"]) == (0, 6, 4)
+    assert out.record["symbols"]["m.f"]["batches"] == 2
+
+
+def test_controls_that_fill_a_batch_are_a_problem_said_not_a_refusal(tmp_path: Path) -> None:
+    """min_mutation_score 0.01 needs 459 controls a batch: no batch can hold one mutant beside
+    them, so none is sent, and the symbol says why instead of counting refused batches."""
+    out, fake, _ = _run(tmp_path, [], k=2, min_score=0.01)
+    assert fake.batches == []
+    credit, why = out.results["m.f"].judge("p.strong", 0.01)
+    assert credit == 0
+    assert "needs 459 hidden controls a batch" in why, why
+    assert "at most 256 variants" in out.record["symbols"]["m.f"]["problem"]
+
+
 def test_the_controls_sit_at_random_positions(tmp_path: Path) -> None:
     """The order of a batch comes from the OS: over a few checks the controls move."""
     seen = set()

@@ -233,15 +233,22 @@ MAX_BATCH_VARIANTS = 256
 MIN_PART_MUTANTS = 3
 
 
-def split_parts(sizes: Mapping[str, int], slots: int, controls: int = 0) -> dict[str, int]:
-    """How many batches each symbol's ``sizes[symbol]`` mutants go in: one each, then, while
-    there are fewer batches than ``slots`` (the batches the lane runs at once), one more for the
-    symbol with the most mutants per batch, as long as every part keeps max(``MIN_PART_MUTANTS``,
-    ``controls``) mutants. Every mutant still runs once; each part carries the symbol's full
-    number of ``controls``, so each sandbox is checked by controls of its own (DESIGN §6.9:
-    "per batch")."""
+def split_parts(
+    sizes: Mapping[str, int], slots: int, controls: int = 0, cap: int = MAX_BATCH_VARIANTS
+) -> dict[str, int]:
+    """How many batches each symbol's ``sizes[symbol]`` mutants go in: as few as hold them
+    beside the symbol's ``controls`` within ``cap`` variants a batch (one, unless ``--mutants``
+    is set in the hundreds), then, while there are fewer batches than ``slots`` (the batches
+    the lane runs at once), one more for the symbol with the most mutants per batch, as long as
+    every part keeps max(``MIN_PART_MUTANTS``, ``controls``) mutants. Every mutant still runs
+    once; each part carries the symbol's full number of ``controls``, so each sandbox is checked
+    by controls of its own (DESIGN §6.9: "per batch"). ``ValueError`` when the controls alone
+    leave no room for a mutant (the stage says so per symbol instead: ``crowded``)."""
+    room = cap - controls
+    if room < 1 and sizes:
+        raise ValueError(f"{controls} controls leave no room for a mutant in a batch of {cap}")
     least = max(MIN_PART_MUTANTS, controls)
-    parts = dict.fromkeys(sizes, 1)
+    parts = {s: max(1, -(-n // room)) for s, n in sizes.items()}
     while parts and sum(parts.values()) < slots:
         best = max(parts, key=lambda s: (sizes[s] / parts[s], s))
         if sizes[best] // (parts[best] + 1) < least:
@@ -309,6 +316,12 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
     t0 = time.monotonic()
     allowed, clock_ms = signed_terms(envelope)
     controls_n = required_controls(min_score)
+    crowded = (  # a batch would hold the controls and no mutant: the executor refuses it
+        f"min_mutation_score {min_score:g} needs {controls_n} hidden controls a batch, and a "
+        f"batch holds at most {MAX_BATCH_VARIANTS} variants"
+        if controls_n >= MAX_BATCH_VARIANTS
+        else ""
+    )
     results: dict[str, MutationResult] = {}
     per_symbol: dict[str, dict[str, Any]] = {}
     found: dict[str, _Found] = {}
@@ -333,8 +346,9 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         }  # fmt: skip
         if made.seed is not None:
             info["seed"] = made.seed
-        if made.problem or not made.mutants:
-            info["problem"] = made.problem or "no mutant compiled"
+        problem = made.problem or ("no mutant compiled" if not made.mutants else crowded)
+        if problem:
+            info["problem"] = problem
             per_symbol[symbol] = info
             results[symbol] = MutationResult(
                 sites=made.sites, candidates=made.candidates, skipped=made.skipped,
@@ -353,7 +367,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
     in_flight = {a: concurrency or max(BATCHES_IN_FLIGHT, default_concurrency(a)) for a in addrs}
     slots = [a for a in addrs for _ in range(in_flight[a])]
     sizes = {s: len(made_sets[s].mutants) for s, *_ in planned}
-    parts = split_parts(sizes, len(slots), controls_n)
+    parts = split_parts(sizes, len(slots), controls_n, MAX_BATCH_VARIANTS)
     units: list[_Part] = []
     for symbol, path, source, covering, bound in planned:
         props = _groups_with(suite, covering, allowed)
@@ -364,7 +378,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         per_symbol[symbol]["controls"] = controls_n * parts[symbol]
         if parts[symbol] > 1:
             per_symbol[symbol]["batches"] = parts[symbol]
-    for group in pack(units, len(slots)):
+    for group in pack(units, len(slots), MAX_BATCH_VARIANTS):
         batches.append(_Batch(
             n=len(batches) + 1, variants=_shuffled([v for q in group for v in q.variants]),
             props=group[0].props, bound_ms=group[0].bound_ms,
