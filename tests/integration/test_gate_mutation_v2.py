@@ -242,3 +242,43 @@ def test_the_receipt_records_the_sample_when_the_cap_applies(
     assert isinstance(symbols["seed"], int), symbols
     verified = gate.verify(run.out / "receipt.json", billing_repo)
     assert verified.code == 0, verified.stdout + verified.stderr
+
+
+AMPLIFIED = (  # prorate's result goes through a new helper that computes it again
+    "    used = min(max(used_days, 0), period_days)\n"
+    "    return _checked(amount, used, period_days,\n"
+    "                    (amount * used / period_days).quantize(CENT, ROUND_HALF_EVEN))\n"
+    "\n\n"
+    "def _checked(amount: Decimal, used: int, period_days: int, share: Decimal) -> Decimal:\n"
+    "    if share != (amount * used / period_days).quantize(CENT, ROUND_HALF_EVEN):\n"
+    "        raise ArithmeticError('prorate is inconsistent')\n"
+    "    return share\n"
+)
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="known limit (docs/mutation.md): code that checks itself turns its mutants into "
+    "crashes, which are not scored, so a property that checks only `is not None` scores 1.0",
+)  # fmt: skip
+def test_code_that_turns_its_mutants_into_crashes_earns_a_weak_property_nothing(
+    gate: Gate, billing_repo: BillingRepo, tmp_path: Path
+) -> None:
+    """The attacker's patch checks itself: prorate hands its result to a new helper that
+    computes it again and raises when the two differ. Every mutant of prorate's own lines that
+    changes the value raises in the subject (crashed, never scored); the mutants that return
+    None are all that is scored, and ``is not None`` kills each of them. Only the last assert
+    is the known limit: whatever else goes wrong fails the test (``pytest.fail``), and the day
+    the gate refuses this credit the strict mark fails it too."""
+    pid = "billing.prorate.weak_is_not_none"
+    _base_commit(billing_repo, _weak_source("is_not_none"),
+                 [_pin(pid, "test_weak_is_not_none")], only=True)  # fmt: skip
+    patch = _patch_of(
+        billing_repo, "billing/__init__.py", _refactored(billing_repo, AMPLIFIED),
+        tmp_path / "amplified.patch",
+    )  # fmt: skip
+    run = gate.check(billing_repo, patch, *ALL)
+    shown = _evidence(run, pid)
+    if shown["runs"] != ["pass", "pass"] or not shown["crashed"] or shown["controls_failed"]:
+        pytest.fail(f"not the attack's shape: {shown}")
+    assert run.receipt["credits"]["billing.prorate"] == 0, (shown, run.receipt["uncredited"])
