@@ -23,7 +23,9 @@ code and collects the suite's test modules itself, so mutants and controls are r
   imports late (``pdb``), the gate's ``wire``/``proxies``/``judgelink`` (no side effects at
   import), and the assertion rewrite of the top-level ``-p`` plugins, the named test files and
   the conftests above them, which a run's pytest takes from memory only for the very bytes
-  rewritten here (``_memoize_rewrites``). Before it serves, every zygote freezes what it made
+  rewritten here (``_memoize_rewrites``), and, for a failing run's report, those files' syntax
+  trees and ``inspect``'s map of the loaded modules to their files (``_memoize_tracebacks``,
+  again only for the very text parsed here). Before it serves, every zygote freezes what it made
   (``gc.freeze``), so a run's garbage collections walk only the run's objects. A forked judge opens
   the reporter's channel on its run's pipe (``patchgate_channel`` was imported at the zygote's
   start, before there was one), runs ``pytest`` as ``-m`` would, ``ARGS`` and all (``-p
@@ -346,7 +348,9 @@ def _prepare_judge(args: list[str]) -> None:
         importlib.import_module(f"_pytest.{name}")
     for name in _JUDGE_STDLIB:
         importlib.import_module(name)
-    _memoize_rewrites(_rewritten_files(args))
+    files = _rewritten_files(args)
+    _memoize_rewrites(files)
+    _memoize_tracebacks([*files, *_inside_files()])
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         return
     from _pytest.assertion.rewrite import AssertionRewritingHook  # noqa: PLC0415 - judge only
@@ -443,6 +447,66 @@ def _memoize_rewrites(files: list[Path]) -> None:
 
     rewrite_test._patchgate_memo = True  # type: ignore[attr-defined]
     rewrite._rewrite_test = rewrite_test
+
+
+def _inside_files() -> list[Path]:
+    """The gate's inside modules the zygote loaded (their frames are in a failing run's
+    traceback when the subject raised)."""
+    from pathlib import Path  # noqa: PLC0415 - judge only
+
+    here = Path(__file__).resolve().parent
+    return [here / f"{stem}.py" for stem in _INSIDE]
+
+
+def _memoize_tracebacks(files: list[Path]) -> None:
+    """What every failing run's pytest spends on its report, done once here. To show a failing
+    line, pytest parses the whole file the frame is in and walks its syntax tree for the
+    statements' lines (``getstatementrange_ast``), and ``inspect`` maps every loaded module to
+    its file the first time it looks a frame's module up. For the test files of the batch
+    (~40 ms a failing variant with the bench's test module, and most mutants fail) and for the
+    gate's inside modules, the tree is parsed here and its statement lines computed as pytest
+    computes them; a run's pytest gets that tree only for the very text parsed here (pytest's
+    own keyed-by-text rule: the source it holds, as it joins it), and parses anything else
+    itself. ``inspect``'s module-to-file map is filled here for the modules the zygote loaded;
+    a run adds its own as ``inspect`` always does. The report is the same, from the same bytes.
+    """
+    import ast  # noqa: PLC0415 - judge only
+    import inspect  # noqa: PLC0415 - judge only
+    import linecache  # noqa: PLC0415 - judge only
+    import warnings  # noqa: PLC0415 - judge only
+
+    from _pytest._code import code as pcode  # noqa: PLC0415 - judge only
+    from _pytest._code import source as psource  # noqa: PLC0415 - judge only
+
+    original = psource.getstatementrange_ast
+    if getattr(original, "_patchgate_memo", False):
+        return
+    inspect.getmodule(_memoize_tracebacks.__code__, "<patchgate zygote>")
+    memo: dict[str, ast.AST] = {}
+    for path in files:
+        lines = linecache.getlines(str(path))
+        content = "\n".join(line.rstrip() for line in lines)  # as pytest's Source joins them
+        if not content:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                node = ast.parse(content, "source", "exec")
+        except (SyntaxError, ValueError):  # the run's pytest reports it as it would
+            continue
+        psource._statement_linenos(node)  # memoized on the node, as pytest does
+        memo[content] = node
+
+    def getstatementrange_ast(
+        lineno: int, source: Any, assertion: bool = False, astnode: Any = None
+    ) -> Any:
+        if astnode is None:
+            astnode = memo.get(str(source))
+        return original(lineno, source, assertion, astnode)
+
+    getstatementrange_ast._patchgate_memo = True  # type: ignore[attr-defined]
+    psource.getstatementrange_ast = getstatementrange_ast
+    pcode.getstatementrange_ast = getstatementrange_ast  # type: ignore[attr-defined] # its import
 
 
 def _exit(code: object) -> None:

@@ -615,6 +615,75 @@ def test_the_judge_zygote_rewrites_the_runs_files_once_and_only_for_their_bytes(
     assert rewrite._rewrite_test is memoized
 
 
+def test_the_judge_zygote_parses_the_runs_files_once_for_their_tracebacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a failing run's report needs of a test file (its syntax tree, and the statements'
+    lines pytest computes from it to show the failing statement whole) is made once in the
+    judge's zygote, and a run's pytest gets it only for the very text parsed there: the range is
+    pytest's own, another text is parsed by pytest, a file that does not parse is left to it."""
+    from _pytest._code import code as pcode  # noqa: PLC0415 - pytest's own, restored below
+    from _pytest._code import source as psource  # noqa: PLC0415 - pytest's own, restored below
+
+    monkeypatch.setattr(psource, "getstatementrange_ast", psource.getstatementrange_ast)
+    monkeypatch.setattr(pcode, "getstatementrange_ast", pcode.getstatementrange_ast)
+    original = psource.getstatementrange_ast
+    zygote = load("zygote")
+    text = "def test_a():\n    x = 1\n    assert (\n        x\n        + 1\n    ) == 3\n"
+    write_tree(tmp_path, {"tests/test_m.py": text, "tests/test_bad.py": "def test_b(:\n"})
+    files = [tmp_path / "tests/test_m.py", tmp_path / "tests/test_bad.py"]
+    zygote._memoize_tracebacks(files)  # the broken file does not stop it
+    memoized = psource.getstatementrange_ast
+    assert memoized is not original
+    assert pcode.getstatementrange_ast is memoized  # the name a traceback entry calls
+
+    namespace: dict[str, Any] = {}
+    exec(compile(text, str(files[0]), "exec"), namespace)  # noqa: S102 - the test's own text
+    source, _ = psource.findsource(namespace["test_a"].__code__)  # what pytest holds for a frame
+    assert source is not None
+    node, start, end = memoized(2, source)
+    assert memoized(2, source)[0] is node  # one tree, made in the zygote
+    assert getattr(node, "_pytest_statement_linenos", None)  # its lines computed there too
+    assert (start, end) == original(2, source)[1:]  # pytest's own range for those lines
+    assert end - start == 4  # the whole statement: four lines, not just the failing one
+
+    other = psource.Source("x = 1\ny = (\n    2\n)\n")
+    assert memoized(1, other)[0] is not memoized(1, other)[0]  # another text: parsed by pytest
+    assert memoized(1, other)[1:] == original(1, other)[1:]
+    zygote._memoize_tracebacks(files)  # once per process: a second call does not wrap again
+    assert psource.getstatementrange_ast is memoized
+
+
+@pytest.mark.usefixtures("forked")
+def test_a_forked_judges_report_of_a_failure_is_pytests_own(tmp_path: Path) -> None:
+    """A failing multi-line assertion, reported by judges forked from the zygote (which parsed
+    the test file ahead) and by a fresh ``python -m pytest`` of the same tree: the same text."""
+    conftest = """\
+import os
+
+def pytest_runtest_logreport(report):
+    if report.failed:
+        with open(os.environ.get("PG_REPORTS", "reports.txt"), "a") as fh:
+            fh.write(report.longreprtext + "\\n=====\\n")
+"""
+    span = "def test_span():\n    x = 1\n    assert (\n        x\n        + 1\n    ) == 3\n"
+    got = _one_variant_run(
+        tmp_path, {"conftest.py": conftest, "tests/test_span.py": span}, ["tests/test_span.py"]
+    )
+    assert got == ["fail", "fail"]
+    forked = (tmp_path / "reports.txt").read_text().split("\n=====\n")[:2]
+    assert forked[0] == forked[1]
+    whole = ">       assert (\n            x\n            + 1\n        ) == 3\n"  # all of it
+    assert whole in forked[0], forked[0]
+    fresh = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_span.py"],
+        cwd=tmp_path, env={**os.environ, "PG_REPORTS": str(tmp_path / "fresh.txt")},
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert fresh.returncode == 1, fresh.stdout + fresh.stderr
+    assert (tmp_path / "fresh.txt").read_text().split("\n=====\n")[0] == forked[0]
+
+
 def _plugin_site(root: Path) -> Path:
     """A site directory holding one pytest plugin distribution, ``pgplug`` (one module)."""
     site = root / "site"
