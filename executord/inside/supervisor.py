@@ -22,10 +22,11 @@ records. In order:
 With ``variants`` (mutation v2, ``wire.py`` "Variants"), steps 3 to 6 run once per variant, each
 pair after a ``variant`` record and with only its own variant's source on an inherited fd, and
 between pairs (and after the last) the reset: both roles' processes killed, then the reset helper
-(``zygote.py reset``) as each role's uid. With ``zygotes`` each role's processes (and its
-resets) are forked from one zygote per role started before the first variant (``zygote.py``):
-the kills between pairs spare the two zygotes, by pid; a zygote that fails is dropped and the
-rest of the batch starts fresh.
+(``zygote.py reset``) as each role's uid. With ``zygotes`` each role's processes are forked
+from one zygote per role started before the first variant (``zygote.py``), and its resets from a
+lean zygote of the role (``zygote.py resets``, else the role's zygote): the kills between pairs
+spare the zygotes, by pid; a zygote that fails is dropped and what it forked starts another way
+(the role's zygote, else fresh).
 
 Nothing the subject writes is relayed as an outcome: from the subject the supervisor reads only
 its executed report, and refuses anything else on that pipe (``garbage``).
@@ -343,21 +344,21 @@ class Supervisor:
     def _switch(self) -> bool:
         return self.cfg.get("switch_users", True) is True
 
-    def _zygote_fork(self, role: str, doc: dict[str, Any], fds: tuple[int, ...]) -> int | None:
-        """The pid the role's zygote forked for ``doc``, re-parented to us; None (the zygote
-        dropped) when it did not answer with one."""
-        z = self.zygotes[role]
+    def _zygote_fork(self, key: str, doc: dict[str, Any], fds: tuple[int, ...]) -> int | None:
+        """The pid the zygote ``key`` (a role, or its resets zygote) forked for ``doc``,
+        re-parented to us; None (the zygote dropped) when it did not answer with one."""
+        z, role = self.zygotes[key], _role_of(key)
         try:
             got = z.request(doc, fds)
             pid = got.get("pid")
             if type(pid) is not int or pid <= 1 or not self._mine(pid, role):
                 raise OSError(str(got.get("error") or f"not a process of the {role}'s: {pid!r}"))
         except OSError as exc:
-            self.drop_zygote(role, str(exc))
+            self.drop_zygote(key, str(exc))
             if self._switch():  # a process it forked after all holds this run's fds: none may live
                 _kill_all_of(self.cfg[role]["uid"], self.spared())
             return None
-        self.forks[role] = self.forks.get(role, 0) + 1
+        self.forks[key] = self.forks.get(key, 0) + 1
         return pid
 
     def _mine(self, pid: int, role: str) -> bool:
@@ -373,9 +374,10 @@ class Supervisor:
         return ppid == str(os.getpid()) and bool(uid) and uid[0] == str(want)
 
     def start_zygotes(self) -> None:
-        """One zygote per role (``zygote.py``), both started before either is waited for (the
-        judge's imports pytest and its plugins; the subject's is ready long before); a role
-        whose zygote cannot start has none."""
+        """One zygote per role (``zygote.py``) and one lean zygote per role for its resets
+        (``zygote.py resets``), all started before any is waited for (the judge's imports
+        pytest and its plugins; the others are ready long before); a zygote that cannot start
+        is not there (its role's processes, or its resets, start another way)."""
         if os.getpid() != 1:
             _subreaper()
         here = os.path.dirname(os.path.abspath(__file__))
@@ -392,29 +394,41 @@ class Supervisor:
                 env[zygote_mod.ARGS_ENV] = json.dumps(argv[3:])
                 env["PATCHGATE_ZYGOTE_FILE"] = os.path.join(here, "zygote.py")
                 argv = [argv[0], "-c", zygote_mod.BOOT]
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            env[zygote_mod.ZYGOTE_ENV] = str(theirs.fileno())
-            try:
-                proc = self._start(role, env, (theirs.fileno(),), argv=argv).proc
-                if not isinstance(proc, subprocess.Popen):
-                    raise OSError("not started")
-            except OSError as exc:
-                ours.close()
-                self.unfit.append(f"{role}: {exc}")
-                continue
-            finally:
-                theirs.close()
-            starting.append((role, _Zygote(proc, ours)))
-        for role, z in starting:
+            starting += self._spawn_zygote(role, role, argv, env)
+        lean = [sys.executable, "-I", "-S", os.path.join(here, "zygote.py"), "resets"]
+        for role in ("subject", "judge"):
+            starting += self._spawn_zygote(
+                role + _RESETS, role, lean, {zygote_mod.PRODUCTION_ENV: production}
+            )
+        for key, z in starting:
             try:
                 got = z.answer(_ZYGOTE_S)
                 if got.get("ready") is not True:
                     raise OSError(str(got.get("error") or "not ready"))
             except OSError as exc:
                 z.close()
-                self.unfit.append(f"{role}: {exc}")
+                self.unfit.append(f"{key}: {exc}")
                 continue
-            self.zygotes[role] = z
+            self.zygotes[key] = z
+
+    def _spawn_zygote(
+        self, key: str, role: str, argv: list[str], env: dict[str, str]
+    ) -> list[tuple[str, _Zygote]]:
+        """The zygote ``key`` started as ``role`` with our end of its control socket (``[]``,
+        noted, when it did not start); not waited for."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {**env, _zygote().ZYGOTE_ENV: str(theirs.fileno())}
+        try:
+            proc = self._start(role, env, (theirs.fileno(),), argv=argv).proc
+            if not isinstance(proc, subprocess.Popen):
+                raise OSError("not started")
+        except OSError as exc:
+            ours.close()
+            self.unfit.append(f"{key}: {exc}")
+            return []
+        finally:
+            theirs.close()
+        return [(key, _Zygote(proc, ours))]
 
     def drop_zygote(self, role: str, why: str) -> None:
         z = self.zygotes.pop(role, None)
@@ -428,8 +442,15 @@ class Supervisor:
             z.close()
         _reap_all()
         if self.forks:
-            done = ", ".join(f"{r} {n}" for r, n in sorted(self.forks.items()))
+            by_role: dict[str, int] = {}
+            for key, n in self.forks.items():
+                by_role[_role_of(key)] = by_role.get(_role_of(key), 0) + n
+            done = ", ".join(f"{r} {n}" for r, n in sorted(by_role.items()))
             print(f"supervisor: forked by the zygotes: {done}", file=sys.stderr)
+            lean = ", ".join(f"{_role_of(k)} {n}" for k, n in sorted(self.forks.items())
+                             if k.endswith(_RESETS))  # fmt: skip
+            if lean:
+                print(f"supervisor: resets forked by the lean zygotes: {lean}", file=sys.stderr)
         for why in self.unfit:
             print(f"supervisor: zygote not used: {why}", file=sys.stderr)
 
@@ -643,7 +664,7 @@ class Supervisor:
         if not dirs and not switch:
             return []
         flags = ["--ipc"] if switch else []
-        if name in self.zygotes:
+        if name + _RESETS in self.zygotes or name in self.zygotes:
             return self._zygote_reset(name, [*flags, *dirs], role if switch else None)
         helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
         argv = [sys.executable, "-I", "-S", helper, "reset", *flags, *dirs]  # stdlib only
@@ -668,13 +689,15 @@ class Supervisor:
         return []
 
     def _zygote_reset(self, name: str, args: list[str], role: dict[str, Any] | None) -> list[str]:
-        """The role's reset forked by its zygote (as its uid), waited for here."""
+        """The role's reset forked by its lean resets zygote, else by its zygote (as its uid),
+        waited for here."""
+        key = name + _RESETS if name + _RESETS in self.zygotes else name
         err_r, err_w = os.pipe()
         try:
-            pid = self._zygote_fork(name, {"op": "reset", "argv": args}, (err_w,))
+            pid = self._zygote_fork(key, {"op": "reset", "argv": args}, (err_w,))
         finally:
             os.close(err_w)
-        if pid is None:  # dropped: the helper runs fresh
+        if pid is None:  # dropped: the next zygote of the role forks it, else it runs fresh
             os.close(err_r)
             return self._reset_role(name, role or self.cfg[name], switch=role is not None)
         code = _wait_pid(pid, _RESET_S)
@@ -774,6 +797,14 @@ class Supervisor:
                        "detail": detail})  # fmt: skip
         _reap_all()
         return code if code >= 0 else 128 - code
+
+
+_RESETS = " resets"  # the key of a role's lean resets zygote: "<role> resets"
+
+
+def _role_of(key: str) -> str:
+    """The role a zygote's key belongs to ("judge resets" -> "judge")."""
+    return key.removesuffix(_RESETS)
 
 
 def _child_wakeup() -> int:

@@ -33,7 +33,10 @@ code and collects the suite's test modules itself, so mutants and controls are r
   ends as the interpreter would but for tearing its modules down (``_exit``).
 * **Subject** (``python subject.py``, ``PATCHGATE_ZYGOTE_FD`` set): the subject module is
   ``__main__`` as in a fresh subject; a forked subject runs its ``main``.
-* **Reset** (either role): a forked process runs ``reset_main`` as the role's uid.
+* **Reset** (either role): a forked process runs ``reset_main`` as the role's uid. The
+  supervisor asks a lean zygote of the role for it first (``python -I -S zygote.py resets``,
+  ``resets_main``: the standard library alone, so its forks are cheap; it serves resets only),
+  then the role's zygote.
 
 Each request is forked twice: the zygote's child forks the process and exits, so the process is
 re-parented to the supervisor (PID 1, or a child subreaper in unit tests), which reaps it and
@@ -102,6 +105,7 @@ __all__ = [
     "remove_ipc",
     "remove_owned",
     "reset_main",
+    "resets_main",
     "serve",
     "subject_main",
     "warm_main",
@@ -154,9 +158,12 @@ def _send(sock: socket.socket, doc: dict[str, Any]) -> None:
 _Run = Callable[[dict[str, Any], list[int]], Callable[[], Any]]
 
 
-def serve(sock: socket.socket, run: _Run) -> Callable[[], Any] | None:
-    """Answer requests until the socket ends (returns None, in the zygote); in a forked process
-    returns what to run there (``run(request, fds)`` prepared it)."""
+def serve(
+    sock: socket.socket, run: _Run, ops: tuple[str, ...] = ("fork", "reset")
+) -> Callable[[], Any] | None:
+    """Answer requests (of the ``ops`` kinds) until the socket ends (returns None, in the
+    zygote); in a forked process returns what to run there (``run(request, fds)`` prepared
+    it)."""
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MSG, _MAX_FDS)
@@ -166,7 +173,7 @@ def serve(sock: socket.socket, run: _Run) -> Callable[[], Any] | None:
             return None
         try:
             req = json.loads(msg)
-            if not isinstance(req, dict) or req.get("op") not in ("fork", "reset"):
+            if not isinstance(req, dict) or req.get("op") not in ops:
                 raise ValueError("unknown request")
         except ValueError as exc:
             for fd in fds:
@@ -598,6 +605,20 @@ def subject_main(main: Callable[[], int]) -> int:
     return 0 if child is None else int(child())
 
 
+def resets_main() -> int:
+    """``python -I -S zygote.py resets`` (``PATCHGATE_ZYGOTE_FD`` set): a lean zygote, one per
+    role, that forks only that role's reset helpers. A fork costs what the forking process
+    maps: ~10 ms from the judge's zygote (pytest, its plugins, Hypothesis) in a sandbox, ~7 ms
+    from the subject's, twice a variant; this one holds the standard library alone. It is made
+    safe and served as the roles' zygotes are (non-dumpable, clean, frozen); 0 when the socket
+    ends, 3 unfit."""
+    sock = _start(lambda: None)
+    if sock is None:
+        return 3
+    child = serve(sock, _reset, ops=("reset",))
+    return 0 if child is None else int(child())
+
+
 # -- the reset -------------------------------------------------------------------------------
 IPC_RMID = 0
 _TABLES = {  # /proc/sysvipc table: (id column, owner uid column, creator uid column)
@@ -716,6 +737,8 @@ def warm_main() -> int:
 if __name__ == "__main__":
     if sys.argv[1:] == ["warm"]:
         sys.exit(warm_main())
+    if sys.argv[1:] == ["resets"] and os.environ.get(ZYGOTE_ENV):
+        sys.exit(resets_main())
     if sys.argv[1:2] != ["reset"]:
         print("usage: zygote.py reset [--ipc] DIR... | zygote.py warm", file=sys.stderr)
         sys.exit(64)

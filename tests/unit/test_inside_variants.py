@@ -387,6 +387,43 @@ def test_a_subject_that_kills_its_zygote_only_makes_the_rest_of_the_batch_fresh(
         assert "zygote" not in err
 
 
+KILLS_ITS_RESETS_ZYGOTE = KILLS_ITS_ZYGOTE.replace(
+    'b"subject.py" in cmd', 'b"zygote.py\\x00resets" in cmd'
+)
+
+
+@pytest.mark.usefixtures("forked")
+def test_the_resets_are_forked_by_a_lean_zygote_of_each_role(tmp_path: Path) -> None:
+    """Between variants each role's reset helper is forked by a lean zygote of that role (the
+    standard library alone: a fork costs what the forking process maps), not by the role's own
+    zygote; the reset is the same (each variant starts on an empty scratch directory)."""
+    code, records, err = _run(tmp_path, [MUTANT, ON_DISK, MUTANT])
+    assert code == 0, err
+    got = _judged(records, 3)
+    assert [got[(n, "test_price")][0] for n in (1, 2, 3)] == ["fail", "pass", "fail"], err
+    assert all(got[(n, "test_starts_clean")] == ("pass", "") for n in (1, 2, 3)), err
+    assert "supervisor: forked by the zygotes: judge 6, subject 6" in err, err
+    assert "supervisor: resets forked by the lean zygotes: judge 3, subject 3" in err, err
+    assert "zygote not used" not in err, err
+
+
+@pytest.mark.usefixtures("forked")
+def test_a_subject_that_kills_its_resets_zygote_has_its_resets_forked_by_its_zygote(
+    tmp_path: Path,
+) -> None:
+    """The lean zygote runs as the subject's uid too, so the code under test can kill it: its
+    resets are then forked by the subject's own zygote, and every variant still starts clean."""
+    assert KILLS_ITS_RESETS_ZYGOTE != KILLS_ITS_ZYGOTE
+    code, records, err = _run(tmp_path, [KILLS_ITS_RESETS_ZYGOTE, MUTANT, ON_DISK])
+    assert code == 0, err
+    got = _judged(records, 3)
+    assert [got[(n, "test_price")][0] for n in (1, 2, 3)] == ["pass", "fail", "pass"], err
+    assert all(got[(n, "test_starts_clean")] == ("pass", "") for n in (1, 2, 3)), err
+    assert "zygote not used: subject resets:" in err, err
+    assert "zygote not used: subject:" not in err, err
+    assert "forked by the zygotes: judge 6, subject 6" in err, err  # the same number of forks
+
+
 @pytest.mark.usefixtures("forked")
 def test_a_judge_that_is_not_python_m_pytest_starts_fresh_beside_a_forked_subject(
     tmp_path: Path,
