@@ -75,15 +75,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import ctypes.util
 import gc
-import importlib
-import importlib.machinery
-import importlib.metadata
-import importlib.util
 import json
 import os
-import runpy
 import shutil
 import socket
 import stat
@@ -130,10 +124,21 @@ class Unfit(RuntimeError):
     """The zygote cannot serve (the batch then runs fresh)."""
 
 
+def _libc() -> ctypes.CDLL:
+    """The C library: the one the interpreter already links (no search for it: a lean zygote
+    starts in ~30 ms, and ``ctypes.util.find_library`` runs ``ldconfig``), else found by name."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if hasattr(libc, "prctl"):
+        return libc
+    from ctypes import util  # noqa: PLC0415 - only where the interpreter links no libc of its own
+
+    return ctypes.CDLL(util.find_library("c") or "libc.so.6", use_errno=True)
+
+
 def nondumpable() -> None:
     """``prctl(PR_SET_DUMPABLE, 0)``; ``Unfit`` when it cannot be done."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = _libc()
         ok = libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     except (OSError, AttributeError) as exc:
         raise Unfit(f"cannot make the zygote non-dumpable: {exc}") from exc
@@ -329,6 +334,8 @@ _INSIDE = ("wire", "proxies", "judgelink")
 
 
 def _preload_inside() -> None:
+    import importlib.util  # noqa: PLC0415 - judge only (the lean zygote starts without it)
+
     here = os.path.dirname(os.path.abspath(__file__))
     for stem in _INSIDE:
         name = f"_patchgate_{stem}"
@@ -347,6 +354,8 @@ def _preload_inside() -> None:
 
 
 def _prepare_judge(args: list[str]) -> None:
+    import importlib.metadata  # noqa: PLC0415 - judge only (the lean zygote starts without it)
+
     _preload_inside()
     import pytest  # noqa: F401, PLC0415 - the judge's zygote only: once here, for every run
     from _pytest import config as pconfig  # noqa: PLC0415 - judge only
@@ -396,6 +405,7 @@ def _rewritten_files(args: list[str]) -> list[Path]:
     modules (the reporter and the judge plugin), the test files the arguments name, and the
     ``conftest.py`` files from the working directory down to each of them. Found without
     importing anything."""
+    import importlib.machinery  # noqa: PLC0415 - judge only
     from pathlib import Path  # noqa: PLC0415 - judge only (the reset helper starts lean)
 
     out: list[Path] = []
@@ -559,6 +569,8 @@ def judge_main() -> None:
     sock = _start(lambda: _prepare_judge(args))
     if sock is None:
         sys.exit(3)
+
+    import runpy  # noqa: PLC0415 - judge only
 
     def run(req: dict[str, Any], fds: list[int]) -> Callable[[], Any]:
         if req["op"] == "reset":
