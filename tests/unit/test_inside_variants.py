@@ -392,16 +392,24 @@ KILLS_ITS_RESETS_ZYGOTE = KILLS_ITS_ZYGOTE.replace(
 )
 
 
+def _prices_each_starting_clean(tmp_path: Path, sources: list[str]) -> tuple[list[str], str]:
+    """``test_price``'s outcome per variant, each variant having found the scratch directory
+    empty (the reset before it ran); and the supervisor's stderr."""
+    code, records, err = _run(tmp_path, sources)
+    assert code == 0, err
+    got = _judged(records, len(sources))
+    numbers = range(1, len(sources) + 1)
+    assert all(got[(n, "test_starts_clean")] == ("pass", "") for n in numbers), err
+    return [got[(n, "test_price")][0] for n in numbers], err
+
+
 @pytest.mark.usefixtures("forked")
 def test_the_resets_are_forked_by_a_lean_zygote_of_each_role(tmp_path: Path) -> None:
     """Between variants each role's reset helper is forked by a lean zygote of that role (the
     standard library alone: a fork costs what the forking process maps), not by the role's own
     zygote; the reset is the same (each variant starts on an empty scratch directory)."""
-    code, records, err = _run(tmp_path, [MUTANT, ON_DISK, MUTANT])
-    assert code == 0, err
-    got = _judged(records, 3)
-    assert [got[(n, "test_price")][0] for n in (1, 2, 3)] == ["fail", "pass", "fail"], err
-    assert all(got[(n, "test_starts_clean")] == ("pass", "") for n in (1, 2, 3)), err
+    prices, err = _prices_each_starting_clean(tmp_path, [MUTANT, ON_DISK, MUTANT])
+    assert prices == ["fail", "pass", "fail"], err
     assert "supervisor: forked by the zygotes: judge 6, subject 6" in err, err
     assert "supervisor: resets forked by the lean zygotes: judge 3, subject 3" in err, err
     assert "zygote not used" not in err, err
@@ -414,11 +422,8 @@ def test_a_subject_that_kills_its_resets_zygote_has_its_resets_forked_by_its_zyg
     """The lean zygote runs as the subject's uid too, so the code under test can kill it: its
     resets are then forked by the subject's own zygote, and every variant still starts clean."""
     assert KILLS_ITS_RESETS_ZYGOTE != KILLS_ITS_ZYGOTE
-    code, records, err = _run(tmp_path, [KILLS_ITS_RESETS_ZYGOTE, MUTANT, ON_DISK])
-    assert code == 0, err
-    got = _judged(records, 3)
-    assert [got[(n, "test_price")][0] for n in (1, 2, 3)] == ["pass", "fail", "pass"], err
-    assert all(got[(n, "test_starts_clean")] == ("pass", "") for n in (1, 2, 3)), err
+    prices, err = _prices_each_starting_clean(tmp_path, [KILLS_ITS_RESETS_ZYGOTE, MUTANT, ON_DISK])
+    assert prices == ["pass", "fail", "pass"], err
     assert "zygote not used: subject resets:" in err, err
     assert "zygote not used: subject:" not in err, err
     assert "forked by the zygotes: judge 6, subject 6" in err, err  # the same number of forks
