@@ -498,7 +498,8 @@ def _memoize_tracebacks(files: list[Path]) -> None:
     original = psource.getstatementrange_ast
     if getattr(original, "_patchgate_memo", False):
         return
-    inspect.getmodule(_memoize_tracebacks.__code__, "<patchgate zygote>")
+    with contextlib.suppress(Exception):  # a module whose file inspect cannot read: the run maps it
+        inspect.getmodule(_memoize_tracebacks.__code__, "<patchgate zygote>")
     memo: dict[str, ast.AST] = {}
     for path in files:
         lines = linecache.getlines(str(path))
@@ -509,7 +510,7 @@ def _memoize_tracebacks(files: list[Path]) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 node = ast.parse(content, "source", "exec")
-        except (SyntaxError, ValueError):  # the run's pytest reports it as it would
+        except Exception:  # noqa: S112 - (a syntax error, a tree too deep) the run's pytest parses it
             continue
         psource._statement_linenos(node)  # memoized on the node, as pytest does
         memo[content] = node

@@ -672,9 +672,12 @@ def test_the_judge_zygote_parses_the_runs_files_once_for_their_tracebacks(
     original = psource.getstatementrange_ast
     zygote = load("zygote")
     text = "def test_a():\n    x = 1\n    assert (\n        x\n        + 1\n    ) == 3\n"
-    write_tree(tmp_path, {"tests/test_m.py": text, "tests/test_bad.py": "def test_b(:\n"})
-    files = [tmp_path / "tests/test_m.py", tmp_path / "tests/test_bad.py"]
-    zygote._memoize_tracebacks(files)  # the broken file does not stop it
+    deep = "x = " + "+".join(["1"] * 20_000) + "\n"  # ast.parse: RecursionError
+    write_tree(tmp_path, {"tests/test_m.py": text, "tests/test_bad.py": "def test_b(:\n",
+                          "tests/test_deep.py": deep})  # fmt: skip
+    files = [tmp_path / "tests/test_m.py", tmp_path / "tests/test_bad.py",
+             tmp_path / "tests/test_deep.py"]  # fmt: skip
+    zygote._memoize_tracebacks(files)  # the files that do not parse do not stop it
     memoized = psource.getstatementrange_ast
     assert memoized is not original
     assert pcode.getstatementrange_ast is memoized  # the name a traceback entry calls
