@@ -489,7 +489,7 @@ def _memoize_tracebacks(files: list[Path]) -> None:
     """
     import ast  # noqa: PLC0415 - judge only
     import inspect  # noqa: PLC0415 - judge only
-    import linecache  # noqa: PLC0415 - judge only
+    import tokenize  # noqa: PLC0415 - judge only
     import warnings  # noqa: PLC0415 - judge only
 
     from _pytest._code import code as pcode  # noqa: PLC0415 - judge only
@@ -502,8 +502,11 @@ def _memoize_tracebacks(files: list[Path]) -> None:
         inspect.getmodule(_memoize_tracebacks.__code__, "<patchgate zygote>")
     memo: dict[str, ast.AST] = {}
     for path in files:
-        lines = linecache.getlines(str(path))
-        content = "\n".join(line.rstrip() for line in lines)  # as pytest's Source joins them
+        try:  # read as linecache reads it, but not into linecache: a run's starts empty
+            with tokenize.open(path) as fh:
+                content = "\n".join(line.rstrip() for line in fh)  # as pytest's Source joins it
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
         if not content:
             continue
         try:

@@ -9,6 +9,7 @@ import ctypes
 import ctypes.util
 import importlib
 import json
+import linecache
 import os
 import subprocess
 import sys
@@ -678,6 +679,7 @@ def test_the_judge_zygote_parses_the_runs_files_once_for_their_tracebacks(
     files = [tmp_path / "tests/test_m.py", tmp_path / "tests/test_bad.py",
              tmp_path / "tests/test_deep.py"]  # fmt: skip
     zygote._memoize_tracebacks(files)  # the files that do not parse do not stop it
+    assert not any(str(f) in linecache.cache for f in files)  # a forked run's linecache: empty
     memoized = psource.getstatementrange_ast
     assert memoized is not original
     assert pcode.getstatementrange_ast is memoized  # the name a traceback entry calls
