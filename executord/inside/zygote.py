@@ -467,12 +467,12 @@ def _memoize_rewrites(files: list[Path]) -> None:
 
 
 def _inside_files() -> list[Path]:
-    """The gate's inside modules the zygote loaded (their frames are in a failing run's
-    traceback when the subject raised)."""
+    """The files of the gate's inside modules as ``_preload_inside`` loaded them (their frames
+    are in a failing run's traceback when the subject raised)."""
     from pathlib import Path  # noqa: PLC0415 - judge only
 
-    here = Path(__file__).resolve().parent
-    return [here / f"{stem}.py" for stem in _INSIDE]
+    loaded = (sys.modules.get(f"_patchgate_{stem}") for stem in _INSIDE)
+    return [Path(m.__file__) for m in loaded if m is not None and m.__file__]
 
 
 def _memoize_tracebacks(files: list[Path]) -> None:
