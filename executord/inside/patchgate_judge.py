@@ -8,7 +8,10 @@ answers every import of a production top-level name (and its submodules) with a 
 (``proxies.py``): the module is imported in the subject, never here. The finder goes in when
 the plugin is imported (``-p`` plugins load before the initial conftests, which may import
 production code); a production module already imported in the judge then is a usage error (its
-code would run here).
+code would run here). In the judge's zygote, which configures pytest once for a mutation batch
+(``PATCHGATE_JUDGE_DEFERRED``, ``zygote.py``), the finder goes in the same way with no subject
+behind it and refuses every production import; each forked judge gives it its run's link
+(``connect``) before anything of the run imports.
 
 Around each test it tells the subject when the test's setup begins and its teardown ends, so the
 subject attributes what it executed to the test. The directories a test hands to production code
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-__all__ = ["CLIENT", "FINDER", "ProxyFinder", "install", "share"]
+__all__ = ["CLIENT", "FINDER", "ProxyFinder", "connect", "install", "share"]
 
 
 def _load(stem: str) -> ModuleType:
@@ -204,6 +207,42 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         CLIENT.bye()
 
 
-CLIENT = _connect()
+class _NoSubject:
+    """The finder's client in the judge's zygote while it configures pytest (``zygote.py``):
+    there is no subject yet, so every production import is refused there."""
+
+    def __init__(self, production: frozenset[str]) -> None:
+        self.production = production
+
+    def request(self, kind: str, **fields: Any) -> Any:
+        raise ImportError(
+            f"production module {fields.get('module')!r} imported while the judge's zygote "
+            "configures pytest: it can only be imported by a run"
+        )
+
+
+def _deferred() -> tuple[judgelink.Client | None, ProxyFinder | None]:
+    """In the judge's zygote (``PATCHGATE_JUDGE_DEFERRED``): no client, a finder that refuses."""
+    config = wire.role_env("PATCHGATE_JUDGE_CONFIG")
+    production = frozenset(str(p) for p in config.get("production", ()) if str(p))
+    return None, install(_NoSubject(production))  # type: ignore[arg-type]
+
+
+def connect() -> None:
+    """A judge forked by a configured zygote: the finder and the hooks get this run's link."""
+    global CLIENT  # noqa: PLW0603 - the module's one client, as at a fresh run's import
+    if FINDER is None or CLIENT is not None:
+        raise pytest.UsageError("the judge plugin was not deferred: it cannot connect again")
+    client = _connect()
+    if client is None:
+        raise pytest.UsageError("a forked judge has no call link")
+    FINDER.client = client
+    CLIENT = client
+
+
 # At import (``-p`` plugins load before the initial conftests, which may import production code).
-FINDER = install(CLIENT) if CLIENT is not None else None
+if os.environ.get("PATCHGATE_JUDGE_DEFERRED") == "1":
+    CLIENT, FINDER = _deferred()
+else:
+    CLIENT = _connect()
+    FINDER = install(CLIENT) if CLIENT is not None else None

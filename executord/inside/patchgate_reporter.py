@@ -477,4 +477,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_REPORTER, "patchgate-reporter-session")
 
 
+def rebind() -> None:
+    """A judge forked by a zygote that configured pytest (``zygote.py``): the reporter made at
+    the zygote's import of this plugin had no channel; this run's is made on its pipe, before
+    ``pytest_configure`` registers it, and sends the run's ``start`` as a fresh import does."""
+    global _REPORTER  # noqa: PLW0603 - the one reporter, as at a fresh run's import
+    _REPORTER = _Reporter()
+
+
 _REPORTER = _Reporter()

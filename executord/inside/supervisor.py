@@ -277,6 +277,7 @@ class Supervisor:
     zygotes: dict[str, _Zygote] = field(default_factory=dict)  # role -> its zygote (variants)
     unfit: list[str] = field(default_factory=list)  # why a zygote was dropped (stderr)
     forks: dict[str, int] = field(default_factory=dict)  # role -> processes its zygote forked
+    configured: bool = False  # the judge's zygote configured pytest once (``configured.py``)
 
     def emit(self, rec: dict[str, Any]) -> None:
         if self.started:
@@ -410,6 +411,7 @@ class Supervisor:
                 self.unfit.append(f"{key}: {exc}")
                 continue
             self.zygotes[key] = z
+            self.configured = self.configured or (key == "judge" and got.get("configured") is True)
 
     def _spawn_zygote(
         self, key: str, role: str, argv: list[str], env: dict[str, str]
@@ -441,6 +443,8 @@ class Supervisor:
             z = self.zygotes.pop(role)
             z.close()
         _reap_all()
+        if self.configured:
+            print("supervisor: the judge's zygote configured pytest once", file=sys.stderr)
         if self.forks:
             by_role: dict[str, int] = {}
             for key, n in self.forks.items():

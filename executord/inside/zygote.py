@@ -25,12 +25,18 @@ code and collects the suite's test modules itself, so mutants and controls are r
   the conftests above them, which a run's pytest takes from memory only for the very bytes
   rewritten here (``_memoize_rewrites``), and, for a failing run's report, those files' syntax
   trees and ``inspect``'s map of the loaded modules to their files (``_memoize_tracebacks``,
-  again only for the very text parsed here). Before it serves, every zygote freezes what it made
-  (``gc.freeze``), so a run's garbage collections walk only the run's objects. A forked judge opens
-  the reporter's channel on its run's pipe (``patchgate_channel`` was imported at the zygote's
-  start, before there was one), runs ``pytest`` as ``-m`` would, ``ARGS`` and all (``-p
-  patchgate_reporter -p patchgate_judge`` take the run's channels at their import there), and
-  ends as the interpreter would but for tearing its modules down (``_exit``).
+  again only for the very text parsed here). When the argv loads the reporter and the judge
+  plugin it then **configures pytest once** (``_configure``: the arguments, the ini, the plugins'
+  registration, the entry points' metadata and the initial conftests, ~40 % of a forked judge
+  before; no production code can be imported there, and pytest's capture files are closed
+  again). Before it serves, every zygote freezes what it made (``gc.freeze``), so a run's garbage
+  collections walk only the run's objects. A forked judge opens the reporter's channel on its
+  run's pipe (``patchgate_channel`` was imported at the zygote's start, before there was one);
+  from a configured zygote it then makes the reporter on that channel, gives the judge plugin's
+  finder its link, opens capture files of its own and runs the session from
+  ``pytest_cmdline_main`` (``_run_configured``); otherwise it runs ``pytest`` as ``-m`` would,
+  ``ARGS`` and all (``-p patchgate_reporter -p patchgate_judge`` take the run's channels at their
+  import there). It ends as the interpreter would but for tearing its modules down (``_exit``).
 * **Subject** (``python subject.py``, ``PATCHGATE_ZYGOTE_FD`` set): the subject module is
   ``__main__`` as in a fresh subject; a forked subject runs its ``main``.
 * **Reset** (either role): a forked process runs ``reset_main`` as the role's uid. The
@@ -266,18 +272,19 @@ def _socket() -> socket.socket:
     return socket.socket(fileno=int(raw))
 
 
-def _start(prepare: Callable[[], None]) -> socket.socket | None:
-    """The control socket once the zygote is ready; None (having said why) when it is unfit."""
+def _start(prepare: Callable[[], dict[str, Any] | None]) -> socket.socket | None:
+    """The control socket once the zygote is ready (``prepare``'s notes added to its ``ready``
+    message); None (having said why) when it is unfit."""
     sock = _socket()
     try:
-        prepare()
+        notes = prepare() or {}
         nondumpable()
         _check_clean()
     except Exception as exc:  # any failure makes the zygote unfit, never a run
         _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
         return None
     _freeze()
-    _send(sock, {"ready": True})
+    _send(sock, {**notes, "ready": True})
     return sock
 
 
@@ -567,10 +574,103 @@ def _open_channel() -> None:
         chan.__dict__.update(JUDGED=True, CHANNEL=chan.Channel("", "", int(fd)))
 
 
+# -- the judge's pytest, configured once ------------------------------------------------------
+def _configure(args: list[str]) -> Any:
+    """pytest configured here, once for every run (``_prepareconfig`` of the run's ``args``,
+    its global capture closed), when the argv loads the reporter and the judge plugin (``-p``,
+    as the executor writes it) and the run's pytest has ``_prepareconfig``; else None, having
+    done nothing (every forked judge then runs pytest whole). A failure once it began makes the
+    zygote ``Unfit``: a half-configured pytest (conftests imported, plugins registered) is no
+    run's start.
+
+    The judge plugin is imported by the configure, as in a fresh run, and puts its proxy finder
+    first before the initial conftests load; here (``PATCHGATE_JUDGE_DEFERRED``) the finder has
+    no subject and refuses every production import, so a conftest that imports production code
+    fails the configure. pytest opens its global capture's files while it configures: they are
+    closed here, and each forked judge opens its own (``_run_configured``)."""
+    named = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "-p"}
+    if not {"patchgate_reporter", "patchgate_judge"} <= named:
+        return None
+    import pytest  # noqa: PLC0415 - judge only (imported by _prepare_judge already)
+
+    try:
+        from _pytest.config import _prepareconfig  # noqa: PLC0415 - the run's own pytest
+    except ImportError:
+        return None
+    production = [str(n) for n in json.loads(os.environ.get(PRODUCTION_ENV) or "[]")]
+    _as_main(args)
+    os.environ["PYTEST_VERSION"] = pytest.__version__  # as pytest's own main sets it
+    os.environ.update(PATCHGATE_JUDGE_DEFERRED="1",
+                      PATCHGATE_JUDGE_CONFIG=json.dumps({"production": production}))  # fmt: skip
+    try:
+        config = _prepareconfig(list(args))
+        judge = sys.modules.get("patchgate_judge")
+        if judge is None or getattr(judge, "FINDER", None) is None:
+            config._ensure_unconfigure()
+            raise RuntimeError("the judge plugin's finder is not in place")
+        capman = config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:
+            capman.stop_global_capturing()
+    except BaseException as exc:
+        raise Unfit(f"pytest could not be configured once: {type(exc).__name__}: {exc}") from exc
+    finally:
+        for name in ("PATCHGATE_JUDGE_DEFERRED", "PATCHGATE_JUDGE_CONFIG"):
+            os.environ.pop(name, None)
+    return config
+
+
+def _as_main(args: list[str]) -> None:
+    """``sys.argv``, ``sys.orig_argv`` and ``__main__`` as ``python -m pytest ARGS`` sets them."""
+    import importlib.util  # noqa: PLC0415 - judge only
+
+    spec = importlib.util.find_spec("pytest.__main__")
+    origin = spec.origin if spec is not None and spec.origin else "pytest"
+    sys.argv = [origin, *args]
+    sys.orig_argv = [sys.orig_argv[0], "-m", "pytest", *args]
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=origin, __spec__=spec, __package__="pytest")
+    main.__loader__ = spec.loader if spec is not None else None
+    sys.modules["__main__"] = main
+
+
+def _run_configured(config: Any) -> int:
+    """A forked judge's run from the zygote's config: the reporter made on this run's channel
+    (it sends the run's ``start``) and the judge plugin's finder given this run's link, before
+    anything of the run imports; capture files of its own, left suspended as a fresh configure
+    leaves them; then ``pytest_cmdline_main`` and the end as pytest's ``main`` does them."""
+    from _pytest.config import ExitCode, UsageError  # noqa: PLC0415 - the run's own pytest
+
+    try:
+        try:
+            sys.modules["patchgate_reporter"].rebind()
+            sys.modules["patchgate_judge"].connect()
+            capman = config.pluginmanager.getplugin("capturemanager")
+            if capman is not None:
+                capman.start_global_capturing()
+                capman.suspend_global_capture()
+            ret = config.hook.pytest_cmdline_main(config=config)
+        finally:
+            config._ensure_unconfigure()
+    except UsageError as exc:
+        for msg in exc.args:
+            print(f"ERROR: {msg}\n", file=sys.stderr)
+        return int(ExitCode.USAGE_ERROR)
+    sys.stdout.flush()
+    return int(ret)
+
+
 def judge_main() -> None:
     """The judge zygote's program (``BOOT``); a forked judge runs pytest from here."""
     args = [str(a) for a in json.loads(os.environ.get(ARGS_ENV) or "[]")]
-    sock = _start(lambda: _prepare_judge(args))
+    config: Any = None
+
+    def prepare() -> dict[str, Any]:
+        nonlocal config
+        _prepare_judge(args)
+        config = _configure(args)
+        return {"configured": config is not None}
+
+    sock = _start(prepare)
     if sock is None:
         sys.exit(3)
 
@@ -583,6 +683,8 @@ def judge_main() -> None:
         def go() -> None:
             _environ(req, fds)
             _open_channel()
+            if config is not None:
+                _exit(_run_configured(config))
             sys.argv = ["pytest", *args]
             sys.orig_argv = [sys.orig_argv[0], "-m", "pytest", *args]
             try:

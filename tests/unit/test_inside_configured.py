@@ -1,0 +1,148 @@
+"""The judge's zygote configures pytest once (``executord/inside/zygote.py``): the initial
+conftests run there once, no production code runs there, and the forked judges share no capture
+file — checked with the real supervisor, zygotes and pairs, unprivileged (switch_users false)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executord.runs.executor import variant_outcomes
+from executord.runs.records import RecordLog
+from tests.unit._inside_helpers import INSIDE, run_supervisor, supervisor_config, write_tree
+
+SHOP = """\
+def price():
+    return 10
+
+def mode():
+    return "ok"
+"""
+MUTANT = SHOP.replace("return 10", "return 11", 1)
+HANGS = SHOP.replace('return "ok"', 'return "hang"', 1)
+COUNTING_CONFTEST = """\
+import os
+
+with open(os.path.join(os.path.dirname(__file__), "..", "log", "configures"), "a") as fh:
+    fh.write(f"{os.getpid()}\\n")
+"""
+CAPTURE_CONFTEST = """\
+import os
+
+def pytest_sessionstart(session):
+    capman = session.config.pluginmanager.getplugin("capturemanager")
+    tmpfile = capman._global_capturing.out.tmpfile  # the run's captured stdout, before any test
+    seen = os.pread(tmpfile.fileno(), 4096, 0)
+    with open(os.path.join(os.path.dirname(__file__), "..", "log", "seen"), "ab") as fh:
+        fh.write(seen + b"|\\n")
+"""
+TESTS = """\
+import os
+import signal
+
+import pgshop
+
+def test_price():
+    assert pgshop.price() == 10
+
+def test_capture_starts_empty():
+    os.write(1, b"LEFT-BY-AN-EARLIER-RUN")  # into this run's global capture of stdout
+    if pgshop.mode() == "hang":  # stuck past the alarm: the supervisor kills this judge
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        while True:
+            pass
+"""
+NODES = ["tests/test_c.py::test_price", "tests/test_c.py::test_capture_starts_empty"]
+
+
+def _run(
+    tmp_path: Path, sources: list[str], conftest: str, *, zygotes: bool = True, **over: Any
+) -> tuple[int, list[dict[str, Any]], str]:
+    write_tree(tmp_path, {"src/pgshop/__init__.py": SHOP, "tests/test_c.py": TESTS,
+                          "tests/conftest.py": conftest})  # fmt: skip
+    (tmp_path / "log").mkdir()
+    (tmp_path / "variants.bin").write_bytes("".join(sources).encode())
+    path, index, offset = str(tmp_path / "src/pgshop/__init__.py"), [], 0
+    for s in sources:
+        index.append({"path": path, "offset": offset, "size": len(s.encode())})
+        offset += len(s.encode())
+    cfg = supervisor_config(
+        tmp_path, ["tests/test_c.py"], variants_file=str(tmp_path / "variants.bin"),
+        variants=index, zygotes=zygotes, **over,
+    )  # fmt: skip
+    return run_supervisor(cfg)
+
+
+def _verdicts(records: list[dict[str, Any]], count: int) -> dict[tuple[int, str], str]:
+    log = RecordLog(nonce="n0nce", judged=True)
+    for rec in records:
+        log.feed(json.dumps(rec).encode())
+    members = [(n.rsplit("::", 1)[1], [n]) for n in NODES]
+    outs = variant_outcomes(log, members, count, plugin=str(INSIDE / "patchgate_reporter.py"))
+    return {(o.variant, o.property_id): f"{o.outcome}/{o.failure_kind}" for o in outs}
+
+
+EXPECTED = {
+    (1, "test_price"): "fail/assertion",
+    (2, "test_price"): "pass/",
+    (3, "test_price"): "fail/assertion",
+    **{(n, "test_capture_starts_empty"): "pass/" for n in (1, 2, 3)},
+}
+
+
+@pytest.mark.parametrize("zygotes", [False, True], ids=["fresh", "zygotes"])
+def test_the_initial_conftests_run_once_in_a_configured_zygote_and_verdicts_are_alike(
+    tmp_path: Path, zygotes: bool
+) -> None:
+    """Three variants: forked from a zygote that configured pytest, the initial conftest ran
+    once (in the zygote), started fresh three times; the verdicts are the same either way."""
+    code, records, err = _run(tmp_path, [MUTANT, SHOP, MUTANT], COUNTING_CONFTEST, zygotes=zygotes)
+    assert code == 0, err
+    assert _verdicts(records, 3) == EXPECTED, err
+    configures = (tmp_path / "log" / "configures").read_text().split()
+    assert len(configures) == (1 if zygotes else 3), err
+    assert ("configured pytest once" in err) is zygotes, err
+    assert [r["kind"] for r in records].count("start") == 3  # each run's own reporter
+
+
+def test_a_conftest_that_imports_production_code_makes_the_judge_zygote_unfit(
+    tmp_path: Path,
+) -> None:
+    """Production code never runs in the judge's zygote: an initial conftest that imports it
+    fails the zygote's configure (its finder has no subject there), the zygote is not used, and
+    every variant runs fresh, where the conftest's import is the subject's, with the same
+    verdicts."""
+    conftest = "import pgshop\n\nPRICE_AT_CONFIGURE = pgshop.price()\n"
+    code, records, err = _run(tmp_path, [MUTANT, SHOP, MUTANT], conftest)
+    assert code == 0, err
+    assert "zygote not used: judge: unfit: Unfit: pytest could not be configured once" in err
+    assert "imported while the judge's zygote configures pytest" in err
+    assert "configured pytest once" not in err
+    assert _verdicts(records, 3) == EXPECTED, err
+
+
+@pytest.mark.parametrize("zygotes", [False, True], ids=["fresh", "zygotes"])
+def test_a_judge_killed_mid_test_leaves_nothing_in_the_next_runs_capture(
+    tmp_path: Path, zygotes: bool
+) -> None:
+    """Each forked judge opens capture files of its own: the first variant's judge writes to
+    its captured stdout and is killed before pytest reads it back; the next variants' capture
+    starts empty at their session's start (a capture file opened by the zygote would carry that
+    text over)."""
+    code, records, err = _run(
+        tmp_path,
+        [HANGS, SHOP, SHOP],
+        CAPTURE_CONFTEST,
+        zygotes=zygotes,
+        bound_ms=1000,
+        grace_ms=200,
+    )
+    assert code == 0, err
+    got = _verdicts(records, 3)
+    assert got[(1, "test_capture_starts_empty")] in {"error/judge_error", "exceeded_bound/"}, got
+    assert got[(2, "test_capture_starts_empty")] == got[(3, "test_capture_starts_empty")] == "pass/"
+    seen = (tmp_path / "log" / "seen").read_bytes().split(b"|\n")[:-1]
+    assert seen == [b"", b"", b""], seen
