@@ -393,6 +393,7 @@ class Supervisor:
                     self.unfit.append("judge: its argv is not PY -m pytest ARGS")
                     continue
                 env[zygote_mod.ARGS_ENV] = json.dumps(argv[3:])
+                env[zygote_mod.RESET_ENV] = json.dumps(self.reset_args(self.cfg[role]))
                 env["PATCHGATE_ZYGOTE_FILE"] = os.path.join(here, "zygote.py")
                 argv = [argv[0], "-c", zygote_mod.BOOT]
             starting += self._spawn_zygote(role, role, argv, env)
@@ -659,19 +660,24 @@ class Supervisor:
         _reap_all()
         return "; ".join(problems)
 
-    def _reset_role(self, name: str, role: dict[str, Any], *, switch: bool) -> list[str]:
+    def reset_args(self, role: dict[str, Any]) -> list[str]:
+        """The reset helper's arguments for a role (``--ipc`` with switched users, then the
+        directories whose entries of the role's uid it removes); ``[]`` when there is nothing."""
         dirs = [str(d) for d in self.cfg.get("reset_dirs", [])]
-        if switch:
+        if self._switch():
             env = role.get("env") or {}
             dirs += [str(env[k]) for k in ("HOME", "TMPDIR") if env.get(k)]
-        dirs = list(dict.fromkeys(dirs))
-        if not dirs and not switch:
+            return ["--ipc", *dict.fromkeys(dirs)]
+        return list(dict.fromkeys(dirs))
+
+    def _reset_role(self, name: str, role: dict[str, Any], *, switch: bool) -> list[str]:
+        args = self.reset_args(role)
+        if not args:
             return []
-        flags = ["--ipc"] if switch else []
         if name + _RESETS in self.zygotes or name in self.zygotes:
-            return self._zygote_reset(name, [*flags, *dirs], role if switch else None)
+            return self._zygote_reset(name, args, role if switch else None)
         helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
-        argv = [sys.executable, "-I", "-S", helper, "reset", *flags, *dirs]  # stdlib only
+        argv = [sys.executable, "-I", "-S", helper, "reset", *args]  # stdlib only
         ids: dict[str, Any] = {}
         if switch:
             ids = {"user": role["uid"], "group": role["gid"],

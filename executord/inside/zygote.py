@@ -114,6 +114,7 @@ __all__ = [
 ZYGOTE_ENV = "PATCHGATE_ZYGOTE_FD"
 ARGS_ENV = "PATCHGATE_ZYGOTE_ARGS"  # the judge's pytest arguments (JSON list)
 PRODUCTION_ENV = "PATCHGATE_ZYGOTE_PRODUCTION"  # production top-level names (JSON list)
+RESET_ENV = "PATCHGATE_ZYGOTE_RESET"  # the role's reset arguments ([--ipc] DIR..., JSON list)
 _PR_SET_DUMPABLE = 4
 _MAX_MSG = 1 << 20
 _MAX_FDS = 8
@@ -241,7 +242,7 @@ def _fork(
 
 def _environ(req: dict[str, Any], fds: list[int]) -> None:
     """The run's environment: the zygote's own (its own variables gone) plus the request's."""
-    for name in (ZYGOTE_ENV, ARGS_ENV, PRODUCTION_ENV, "PATCHGATE_ZYGOTE_FILE"):
+    for name in (ZYGOTE_ENV, ARGS_ENV, PRODUCTION_ENV, RESET_ENV, "PATCHGATE_ZYGOTE_FILE"):
         os.environ.pop(name, None)
     env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
     for name, idx in (req.get("fdenv") or {}).items():
@@ -587,7 +588,10 @@ def _configure(args: list[str]) -> Any:
     first before the initial conftests load; here (``PATCHGATE_JUDGE_DEFERRED``) the finder has
     no subject and refuses every production import, so a conftest that imports production code
     fails the configure. pytest opens its global capture's files while it configures: they are
-    closed here, and each forked judge opens its own (``_run_configured``)."""
+    closed here, and each forked judge opens its own (``_run_configured``). A configure that left
+    anything where the reset between runs removes it (a conftest's temporary directory made at
+    import, a SysV object) makes the zygote unfit: the first run's reset would remove it, and
+    every later run would start from a state no fresh run has."""
     named = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "-p"}
     if not {"patchgate_reporter", "patchgate_judge"} <= named:
         return None
@@ -598,6 +602,7 @@ def _configure(args: list[str]) -> Any:
     except ImportError:
         return None
     production = [str(n) for n in json.loads(os.environ.get(PRODUCTION_ENV) or "[]")]
+    before = _owned_now()
     _as_main(args)
     os.environ["PYTEST_VERSION"] = pytest.__version__  # as pytest's own main sets it
     os.environ.update(PATCHGATE_JUDGE_DEFERRED="1",
@@ -611,12 +616,22 @@ def _configure(args: list[str]) -> Any:
         capman = config.pluginmanager.getplugin("capturemanager")
         if capman is not None:
             capman.stop_global_capturing()
+        left = sorted(set(_owned_now()) - set(before))
+        if left:  # the reset after the first run removes it: the runs after would differ
+            raise RuntimeError(f"configuring left {left[0]} behind (of {len(left)})")
     except BaseException as exc:
         raise Unfit(f"pytest could not be configured once: {type(exc).__name__}: {exc}") from exc
     finally:
         for name in ("PATCHGATE_JUDGE_DEFERRED", "PATCHGATE_JUDGE_CONFIG"):
             os.environ.pop(name, None)
     return config
+
+
+def _owned_now() -> list[str]:
+    """What this zygote's uid owns where the reset between runs removes it (``RESET_ENV``)."""
+    args = [str(a) for a in json.loads(os.environ.get(RESET_ENV) or "[]")]
+    dirs = [a for a in args if a != "--ipc"]
+    return leftovers(dirs, os.getuid(), ipc="--ipc" in args)
 
 
 def _as_main(args: list[str]) -> None:

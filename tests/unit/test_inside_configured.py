@@ -5,6 +5,7 @@ file — checked with the real supervisor, zygotes and pairs, unprivileged (swit
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,18 @@ NODES = ["tests/test_c.py::test_price", "tests/test_c.py::test_capture_starts_em
 
 
 def _run(
-    tmp_path: Path, sources: list[str], conftest: str, *, zygotes: bool = True, **over: Any
+    tmp_path: Path,
+    sources: list[str],
+    conftest: str,
+    *,
+    zygotes: bool = True,
+    tests: str = TESTS,
+    **over: Any,
 ) -> tuple[int, list[dict[str, Any]], str]:
-    write_tree(tmp_path, {"src/pgshop/__init__.py": SHOP, "tests/test_c.py": TESTS,
+    write_tree(tmp_path, {"src/pgshop/__init__.py": SHOP, "tests/test_c.py": tests,
                           "tests/conftest.py": conftest})  # fmt: skip
     (tmp_path / "log").mkdir()
+    (tmp_path / "scratch").mkdir()
     (tmp_path / "variants.bin").write_bytes("".join(sources).encode())
     path, index, offset = str(tmp_path / "src/pgshop/__init__.py"), [], 0
     for s in sources:
@@ -71,7 +79,7 @@ def _run(
         offset += len(s.encode())
     cfg = supervisor_config(
         tmp_path, ["tests/test_c.py"], variants_file=str(tmp_path / "variants.bin"),
-        variants=index, zygotes=zygotes, **over,
+        variants=index, zygotes=zygotes, reset_dirs=[str(tmp_path / "scratch")], **over,
     )  # fmt: skip
     return run_supervisor(cfg)
 
@@ -146,3 +154,41 @@ def test_a_judge_killed_mid_test_leaves_nothing_in_the_next_runs_capture(
     assert got[(2, "test_capture_starts_empty")] == got[(3, "test_capture_starts_empty")] == "pass/"
     seen = (tmp_path / "log" / "seen").read_bytes().split(b"|\n")[:-1]
     assert seen == [b"", b"", b""], seen
+
+
+WORKDIR_CONFTEST = """\
+import os
+import tempfile
+
+import pytest
+
+WORK = tempfile.mkdtemp(dir=os.path.join(os.path.dirname(__file__), "..", "scratch"))
+
+@pytest.fixture
+def workdir():
+    return WORK
+"""
+WORKDIR_TESTS = """\
+import os
+
+import pgshop
+
+def test_price(workdir):
+    assert os.path.isdir(workdir)
+    assert pgshop.price() == 10
+"""
+
+
+def test_a_conftest_that_leaves_files_where_the_reset_removes_them_makes_the_zygote_unfit(
+    tmp_path: Path,
+) -> None:
+    """An initial conftest makes a directory in a reset area at import: configured once, the
+    first run's reset would remove it and every later run would fail for want of it. The
+    judge's zygote is unfit instead, and every run makes (and loses) its own."""
+    code, records, err = _run(tmp_path, [SHOP, MUTANT, SHOP], WORKDIR_CONFTEST, tests=WORKDIR_TESTS)
+    assert code == 0, err
+    assert "zygote not used: judge: unfit: Unfit: pytest could not be configured once" in err
+    assert "configuring left" in err
+    items = [(r["outcome"], r.get("failure_kind", "")) for r in records if r["kind"] == "item"]
+    assert items == [("pass", ""), ("fail", "predicate"), ("pass", "")], err
+    assert os.listdir(tmp_path / "scratch") == []
