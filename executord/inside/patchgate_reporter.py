@@ -304,6 +304,12 @@ def _file_hash(path: str, budget: list[int]) -> tuple[str, int]:
 
 class _Reporter:
     def __init__(self) -> None:
+        self._prefix = ""
+        self._root = os.path.realpath(os.getcwd())
+        self.bind()
+
+    def bind(self) -> None:
+        """This process's channel, targets and batch, and a run's state; sends ``start``."""
         self.targets = _Targets(_boot.TARGETS)
         self.channel = _boot.CHANNEL
         self.channel.send("start", plugin=os.path.abspath(__file__), pid=os.getpid())
@@ -311,13 +317,11 @@ class _Reporter:
         self._started: dict[str, float] = {}
         self._executed: dict[str, set[str]] = {}
         self._raised: dict[str, str] = {}  # what the test function raised, as seen around it
-        self._prefix = ""
         self.batch = _Batch(getattr(_boot, "BATCH", ""))
         self._running = ""  # the node id the alarm is armed for
         self._fired: set[str] = set()
         self._forced: set[str] = set()  # node ids whose failure cannot be a predicate's: error
         self._kinds: dict[str, str] = {}  # node id -> the kind of its first failure
-        self._root = os.path.realpath(os.getcwd())
 
     def _alarm(self, _signum: int, _frame: object) -> None:
         if self._running:
@@ -478,11 +482,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def rebind() -> None:
-    """A judge forked by a zygote that configured pytest (``zygote.py``): the reporter made at
-    the zygote's import of this plugin had no channel; this run's is made on its pipe, before
-    ``pytest_configure`` registers it, and sends the run's ``start`` as a fresh import does."""
-    global _REPORTER  # noqa: PLW0603 - the one reporter, as at a fresh run's import
-    _REPORTER = _Reporter()
+    """A judge forked by a zygote that started pytest's session (``zygote.py``): the reporter
+    made and registered there had no channel; it takes this run's (its pipe, its batch) and
+    sends the run's ``start``, as a fresh run's import of this plugin does."""
+    _REPORTER.bind()
 
 
 _REPORTER = _Reporter()

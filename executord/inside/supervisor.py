@@ -277,7 +277,7 @@ class Supervisor:
     zygotes: dict[str, _Zygote] = field(default_factory=dict)  # role -> its zygote (variants)
     unfit: list[str] = field(default_factory=list)  # why a zygote was dropped (stderr)
     forks: dict[str, int] = field(default_factory=dict)  # role -> processes its zygote forked
-    configured: bool = False  # the judge's zygote configured pytest once (``configured.py``)
+    configured: bool = False  # the judge's zygote configured pytest and started its session
 
     def emit(self, rec: dict[str, Any]) -> None:
         if self.started:
@@ -445,7 +445,8 @@ class Supervisor:
             z.close()
         _reap_all()
         if self.configured:
-            print("supervisor: the judge's zygote configured pytest once", file=sys.stderr)
+            print("supervisor: the judge's zygote configured pytest and started its session once",
+                  file=sys.stderr)  # fmt: skip
         if self.forks:
             by_role: dict[str, int] = {}
             for key, n in self.forks.items():

@@ -26,17 +26,20 @@ code and collects the suite's test modules itself, so mutants and controls are r
   rewritten here (``_memoize_rewrites``), and, for a failing run's report, those files' syntax
   trees and ``inspect``'s map of the loaded modules to their files (``_memoize_tracebacks``,
   again only for the very text parsed here). When the argv loads the reporter and the judge
-  plugin it then **configures pytest once** (``_configure``: the arguments, the ini, the plugins'
-  registration, the entry points' metadata and the initial conftests, ~40 % of a forked judge
-  before; no production code can be imported there, and pytest's capture files are closed
-  again). Before it serves, every zygote freezes what it made (``gc.freeze``), so a run's garbage
-  collections walk only the run's objects. A forked judge opens the reporter's channel on its
-  run's pipe (``patchgate_channel`` was imported at the zygote's start, before there was one);
-  from a configured zygote it then makes the reporter on that channel, gives the judge plugin's
-  finder its link, opens capture files of its own and runs the session from
-  ``pytest_cmdline_main`` (``_run_configured``); otherwise it runs ``pytest`` as ``-m`` would,
-  ``ARGS`` and all (``-p patchgate_reporter -p patchgate_judge`` take the run's channels at their
-  import there). It ends as the interpreter would but for tearing its modules down (``_exit``).
+  plugin it then **configures pytest and starts its session once** (``_configure``: the
+  arguments, the ini, the plugins' registration, the entry points' metadata and the initial
+  conftests; ``_in_session``: ``pytest_configure`` and ``pytest_sessionstart``, the fixture
+  manager included; together about half of a forked judge before). No production code can be
+  imported there, pytest's capture files are closed again, and anything left where the reset
+  removes it makes the zygote unfit. Before it serves, every zygote freezes what it made
+  (``gc.freeze``), so a run's garbage collections walk only the run's objects. A forked judge
+  opens the reporter's channel on its run's pipe (``patchgate_channel`` was imported at the
+  zygote's start, before there was one); from a session started here it binds its run
+  (``_bind_run``: the reporter on that channel, the judge plugin's finder on its link, capture
+  files of its own) and runs pytest's collection and tests, and pytest ends its session;
+  otherwise it runs ``pytest`` as ``-m`` would, ``ARGS`` and all (``-p patchgate_reporter -p
+  patchgate_judge`` take the run's channels at their import there). It ends as the interpreter
+  would but for tearing its modules down (``_exit``).
 * **Subject** (``python subject.py``, ``PATCHGATE_ZYGOTE_FD`` set): the subject module is
   ``__main__`` as in a fresh subject; a forked subject runs its ``main``.
 * **Reset** (either role): a forked process runs ``reset_main`` as the role's uid. The
@@ -273,20 +276,25 @@ def _socket() -> socket.socket:
     return socket.socket(fileno=int(raw))
 
 
-def _start(prepare: Callable[[], dict[str, Any] | None]) -> socket.socket | None:
-    """The control socket once the zygote is ready (``prepare``'s notes added to its ``ready``
-    message); None (having said why) when it is unfit."""
+def _start(prepare: Callable[[], None]) -> socket.socket | None:
+    """The control socket once the zygote is ready; None (having said why) when it is unfit."""
     sock = _socket()
+    return sock if _ready(sock, prepare) else None
+
+
+def _ready(sock: socket.socket, prepare: Callable[[], dict[str, Any] | None]) -> bool:
+    """``prepare``, then made safe, checked clean and frozen, then ``ready`` (with ``prepare``'s
+    notes) sent; False, having sent why, when any of it failed (the zygote is unfit)."""
     try:
         notes = prepare() or {}
         nondumpable()
         _check_clean()
     except Exception as exc:  # any failure makes the zygote unfit, never a run
         _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
-        return None
+        return False
     _freeze()
     _send(sock, {**notes, "ready": True})
-    return sock
+    return True
 
 
 def _freeze() -> None:
@@ -576,7 +584,7 @@ def _open_channel() -> None:
 
 
 # -- the judge's pytest, configured once ------------------------------------------------------
-def _configure(args: list[str]) -> Any:
+def _configure(args: list[str], before: list[str]) -> Any:
     """pytest configured here, once for every run (``_prepareconfig`` of the run's ``args``,
     its global capture closed), when the argv loads the reporter and the judge plugin (``-p``,
     as the executor writes it) and the run's pytest has ``_prepareconfig``; else None, having
@@ -588,7 +596,7 @@ def _configure(args: list[str]) -> Any:
     first before the initial conftests load; here (``PATCHGATE_JUDGE_DEFERRED``) the finder has
     no subject and refuses every production import, so a conftest that imports production code
     fails the configure. pytest opens its global capture's files while it configures: they are
-    closed here, and each forked judge opens its own (``_run_configured``). A configure that left
+    closed here, and each forked judge opens its own (``_bind_run``). A configure that left
     anything where the reset between runs removes it (a conftest's temporary directory made at
     import, a SysV object) makes the zygote unfit: the first run's reset would remove it, and
     every later run would start from a state no fresh run has."""
@@ -602,7 +610,6 @@ def _configure(args: list[str]) -> Any:
     except ImportError:
         return None
     production = [str(n) for n in json.loads(os.environ.get(PRODUCTION_ENV) or "[]")]
-    before = _owned_now()
     _as_main(args)
     os.environ["PYTEST_VERSION"] = pytest.__version__  # as pytest's own main sets it
     os.environ.update(PATCHGATE_JUDGE_DEFERRED="1",
@@ -616,9 +623,7 @@ def _configure(args: list[str]) -> Any:
         capman = config.pluginmanager.getplugin("capturemanager")
         if capman is not None:
             capman.stop_global_capturing()
-        left = sorted(set(_owned_now()) - set(before))
-        if left:  # the reset after the first run removes it: the runs after would differ
-            raise RuntimeError(f"configuring left {left[0]} behind (of {len(left)})")
+        _nothing_left("configuring", before)
     except BaseException as exc:
         raise Unfit(f"pytest could not be configured once: {type(exc).__name__}: {exc}") from exc
     finally:
@@ -632,6 +637,15 @@ def _owned_now() -> list[str]:
     args = [str(a) for a in json.loads(os.environ.get(RESET_ENV) or "[]")]
     dirs = [a for a in args if a != "--ipc"]
     return leftovers(dirs, os.getuid(), ipc="--ipc" in args)
+
+
+def _nothing_left(doing: str, before: list[str]) -> None:
+    """``RuntimeError`` when this uid owns something there now that it did not ``before``: the
+    reset after the first run would remove it, and every later run would start from a state
+    no fresh run has."""
+    left = sorted(set(_owned_now()) - set(before))
+    if left:
+        raise RuntimeError(f"{doing} left {left[0]} behind (of {len(left)})")
 
 
 def _as_main(args: list[str]) -> None:
@@ -648,28 +662,73 @@ def _as_main(args: list[str]) -> None:
     sys.modules["__main__"] = main
 
 
-def _run_configured(config: Any) -> int:
-    """A forked judge's run from the zygote's config: the reporter made on this run's channel
-    (it sends the run's ``start``) and the judge plugin's finder given this run's link, before
-    anything of the run imports; capture files of its own, left suspended as a fresh configure
-    leaves them; then ``pytest_cmdline_main`` and the end as pytest's ``main`` does them."""
-    from _pytest.config import ExitCode, UsageError  # noqa: PLC0415 - the run's own pytest
+def _bind_run(config: Any) -> None:
+    """A forked judge takes its run: the reporter binds this run's channel and batch (and sends
+    its ``start``), the judge plugin's finder gets this run's link, and pytest's global capture
+    gets files of its own, suspended as a fresh configure leaves it; all before anything of the
+    run imports."""
+    sys.modules["patchgate_reporter"].rebind()
+    sys.modules["patchgate_judge"].connect()
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        capman.start_global_capturing()
+        capman.suspend_global_capture()
 
+
+def _in_session(sock: socket.socket, config: Any, before: list[str]) -> int:
+    """Run pytest's ``pytest_cmdline_main`` here, and serve from inside it: pytest's own
+    ``wrap_session`` runs ``pytest_configure`` and ``pytest_sessionstart`` once, in the zygote,
+    then calls ``_pytest.main._main``, which is this zygote's serve loop for that one call. A
+    forked judge binds its run (``_bind_run``) and runs pytest's real ``_main`` — collection
+    and the tests — and returns into ``wrap_session``, which ends the session as pytest ends
+    any (``pytest_sessionfinish``, unconfigure). Returns the forked judge's exit status; the
+    zygote itself never returns (``os._exit`` when the batch ends), and is unfit when the session
+    did not reach ``_main`` or left anything where the reset removes it."""
+    from _pytest import main as pmain  # noqa: PLC0415 - the run's own pytest
+    from _pytest.config import UsageError  # noqa: PLC0415 - the run's own pytest
+
+    real = pmain._main
+    reached = []
+
+    def serve_here(cfg: Any, session: Any) -> Any:
+        pmain._main = real
+        reached.append(True)
+
+        def checks() -> dict[str, Any]:
+            _nothing_left("starting pytest's session", before)
+            return {"configured": True}
+
+        def run(req: dict[str, Any], fds: list[int]) -> Callable[[], Any]:
+            if req["op"] == "reset":
+                return _reset(req, fds)
+
+            def go() -> Any:
+                _environ(req, fds)
+                _open_channel()
+                _bind_run(cfg)
+                return real(cfg, session)
+
+            return go
+
+        if not _ready(sock, checks):
+            os._exit(3)
+        child = serve(sock, run)
+        if child is None:  # the batch ended: the zygote ends, its session never finishes
+            sys.stdout.flush()
+            os._exit(0)
+        return child()
+
+    pmain._main = serve_here  # type: ignore[assignment] # pytest calls it by this name
     try:
-        try:
-            sys.modules["patchgate_reporter"].rebind()
-            sys.modules["patchgate_judge"].connect()
-            capman = config.pluginmanager.getplugin("capturemanager")
-            if capman is not None:
-                capman.start_global_capturing()
-                capman.suspend_global_capture()
-            ret = config.hook.pytest_cmdline_main(config=config)
-        finally:
-            config._ensure_unconfigure()
-    except UsageError as exc:
+        ret = config.hook.pytest_cmdline_main(config=config)
+    except UsageError as exc:  # refused, as pytest's own main refuses it
         for msg in exc.args:
             print(f"ERROR: {msg}\n", file=sys.stderr)
-        return int(ExitCode.USAGE_ERROR)
+        ret = 4
+    if not reached:
+        why = f"pytest's session did not start in the zygote (exit {ret})"
+        _send(sock, {"error": f"unfit: {why}"})
+        return 3
     sys.stdout.flush()
     return int(ret)
 
@@ -677,16 +736,17 @@ def _run_configured(config: Any) -> int:
 def judge_main() -> None:
     """The judge zygote's program (``BOOT``); a forked judge runs pytest from here."""
     args = [str(a) for a in json.loads(os.environ.get(ARGS_ENV) or "[]")]
-    config: Any = None
-
-    def prepare() -> dict[str, Any]:
-        nonlocal config
+    sock = _socket()
+    try:
         _prepare_judge(args)
-        config = _configure(args)
-        return {"configured": config is not None}
-
-    sock = _start(prepare)
-    if sock is None:
+        before = _owned_now()
+        config = _configure(args, before)
+    except Exception as exc:  # any failure makes the zygote unfit, never a run
+        _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
+        sys.exit(3)
+    if config is not None:  # served from inside pytest's session; returns in a forked judge
+        _exit(_in_session(sock, config, before))
+    if not _ready(sock, lambda: None):
         sys.exit(3)
 
     import runpy  # noqa: PLC0415 - judge only
@@ -698,8 +758,6 @@ def judge_main() -> None:
         def go() -> None:
             _environ(req, fds)
             _open_channel()
-            if config is not None:
-                _exit(_run_configured(config))
             sys.argv = ["pytest", *args]
             sys.orig_argv = [sys.orig_argv[0], "-m", "pytest", *args]
             try:

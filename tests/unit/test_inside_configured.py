@@ -33,7 +33,7 @@ with open(os.path.join(os.path.dirname(__file__), "..", "log", "configures"), "a
 CAPTURE_CONFTEST = """\
 import os
 
-def pytest_sessionstart(session):
+def pytest_collection(session):
     capman = session.config.pluginmanager.getplugin("capturemanager")
     tmpfile = capman._global_capturing.out.tmpfile  # the run's captured stdout, before any test
     seen = os.pread(tmpfile.fileno(), 4096, 0)
@@ -112,23 +112,36 @@ def test_the_initial_conftests_run_once_in_a_configured_zygote_and_verdicts_are_
     assert _verdicts(records, 3) == EXPECTED, err
     configures = (tmp_path / "log" / "configures").read_text().split()
     assert len(configures) == (1 if zygotes else 3), err
-    assert ("configured pytest once" in err) is zygotes, err
+    assert ("configured pytest and started its session once" in err) is zygotes, err
     assert [r["kind"] for r in records].count("start") == 3  # each run's own reporter
 
 
+@pytest.mark.parametrize(
+    ("conftest", "why"),
+    [
+        (
+            "import pgshop\n\nPRICE = pgshop.price()\n",
+            "Unfit: pytest could not be configured once: ConftestImportFailure: ImportError: "
+            "production module 'pgshop' imported while the judge's zygote configures pytest",
+        ),
+        (
+            "def pytest_sessionstart(session):\n    import pgshop\n\n    pgshop.price()\n",
+            "pytest's session did not start in the zygote",
+        ),
+    ],
+    ids=["at-import", "at-sessionstart"],
+)
 def test_a_conftest_that_imports_production_code_makes_the_judge_zygote_unfit(
-    tmp_path: Path,
+    tmp_path: Path, conftest: str, why: str
 ) -> None:
-    """Production code never runs in the judge's zygote: an initial conftest that imports it
-    fails the zygote's configure (its finder has no subject there), the zygote is not used, and
-    every variant runs fresh, where the conftest's import is the subject's, with the same
-    verdicts."""
-    conftest = "import pgshop\n\nPRICE_AT_CONFIGURE = pgshop.price()\n"
+    """Production code never runs in the judge's zygote: an initial conftest that imports it,
+    at its own import or in ``pytest_sessionstart``, fails there (the finder has no subject in
+    the zygote), the zygote is not used, and every variant runs fresh, where the conftest's
+    import is the subject's, with the same verdicts."""
     code, records, err = _run(tmp_path, [MUTANT, SHOP, MUTANT], conftest)
     assert code == 0, err
-    assert "zygote not used: judge: unfit: Unfit: pytest could not be configured once" in err
-    assert "imported while the judge's zygote configures pytest" in err
-    assert "configured pytest once" not in err
+    assert f"zygote not used: judge: unfit: {why}" in err, err
+    assert "configured pytest and started its session once" not in err
     assert _verdicts(records, 3) == EXPECTED, err
 
 
@@ -138,8 +151,8 @@ def test_a_judge_killed_mid_test_leaves_nothing_in_the_next_runs_capture(
 ) -> None:
     """Each forked judge opens capture files of its own: the first variant's judge writes to
     its captured stdout and is killed before pytest reads it back; the next variants' capture
-    starts empty at their session's start (a capture file opened by the zygote would carry that
-    text over)."""
+    starts empty when their collection starts (a capture file opened by the zygote would carry
+    that text over)."""
     code, records, err = _run(
         tmp_path,
         [HANGS, SHOP, SHOP],
@@ -149,6 +162,7 @@ def test_a_judge_killed_mid_test_leaves_nothing_in_the_next_runs_capture(
         grace_ms=200,
     )
     assert code == 0, err
+    assert ("configured pytest and started its session once" in err) is zygotes, err
     got = _verdicts(records, 3)
     assert got[(1, "test_capture_starts_empty")] in {"error/judge_error", "exceeded_bound/"}, got
     assert got[(2, "test_capture_starts_empty")] == got[(3, "test_capture_starts_empty")] == "pass/"
@@ -156,7 +170,7 @@ def test_a_judge_killed_mid_test_leaves_nothing_in_the_next_runs_capture(
     assert seen == [b"", b"", b""], seen
 
 
-WORKDIR_CONFTEST = """\
+WORKDIR_AT_IMPORT = """\
 import os
 import tempfile
 
@@ -167,6 +181,21 @@ WORK = tempfile.mkdtemp(dir=os.path.join(os.path.dirname(__file__), "..", "scrat
 @pytest.fixture
 def workdir():
     return WORK
+"""
+WORKDIR_AT_SESSIONSTART = """\
+import os
+import tempfile
+
+import pytest
+
+WORK = []
+
+def pytest_sessionstart(session):
+    WORK.append(tempfile.mkdtemp(dir=os.path.join(os.path.dirname(__file__), "..", "scratch")))
+
+@pytest.fixture
+def workdir():
+    return WORK[0]
 """
 WORKDIR_TESTS = """\
 import os
@@ -179,16 +208,27 @@ def test_price(workdir):
 """
 
 
+@pytest.mark.parametrize(
+    ("conftest", "why"),
+    [
+        (
+            WORKDIR_AT_IMPORT,
+            "unfit: Unfit: pytest could not be configured once: RuntimeError: configuring left",
+        ),
+        (WORKDIR_AT_SESSIONSTART, "unfit: RuntimeError: starting pytest's session left"),
+    ],
+    ids=["at-import", "at-sessionstart"],
+)
 def test_a_conftest_that_leaves_files_where_the_reset_removes_them_makes_the_zygote_unfit(
-    tmp_path: Path,
+    tmp_path: Path, conftest: str, why: str
 ) -> None:
-    """An initial conftest makes a directory in a reset area at import: configured once, the
-    first run's reset would remove it and every later run would fail for want of it. The
-    judge's zygote is unfit instead, and every run makes (and loses) its own."""
-    code, records, err = _run(tmp_path, [SHOP, MUTANT, SHOP], WORKDIR_CONFTEST, tests=WORKDIR_TESTS)
+    """An initial conftest makes a directory in a reset area, at its import or when the session
+    starts: done once in the zygote, the first run's reset would remove it and every later run
+    would fail for want of it. The judge's zygote is unfit instead, and every run makes (and
+    loses) its own."""
+    code, records, err = _run(tmp_path, [SHOP, MUTANT, SHOP], conftest, tests=WORKDIR_TESTS)
     assert code == 0, err
-    assert "zygote not used: judge: unfit: Unfit: pytest could not be configured once" in err
-    assert "configuring left" in err
+    assert f"zygote not used: judge: {why}" in err, err
     items = [(r["outcome"], r.get("failure_kind", "")) for r in records if r["kind"] == "item"]
     assert items == [("pass", ""), ("fail", "predicate"), ("pass", "")], err
     assert os.listdir(tmp_path / "scratch") == []
