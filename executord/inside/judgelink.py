@@ -32,7 +32,7 @@ else:  # loaded by patchgate_judge before this module
     wire = sys.modules["_patchgate_wire"]
     proxies = sys.modules["_patchgate_proxies"]
 
-__all__ = ["Client"]
+__all__ = ["Client", "Recorder"]
 
 MARK = "_patchgate_subject"
 # What the subject may ask of a judge object beside calling it: the flag in its "j" payload and
@@ -316,6 +316,66 @@ class Client:
             if not self.dead:
                 self.link.send({"k": "bye"})
 
+    def record(self) -> None:
+        """From here on every message both ways is noted (the judge's zygote while it collects
+        against its collection subject)."""
+        self.link = Recorder(self.link)  # type: ignore[assignment]
+
+    def detach(self) -> list[tuple[bool, dict[str, Any]]]:
+        """What was noted since ``record`` (``(sent, message)``, in order); the link is closed
+        without a goodbye (the collection subject sees it end)."""
+        rec = self.link
+        events = rec.events if isinstance(rec, Recorder) else []
+        rec.close()
+        return events
+
+    def replay(self, link: wire.Link, events: list[tuple[bool, dict[str, Any]]]) -> bool:
+        """On this run's ``link``: send again what was sent while collecting and check that each
+        answer is, message for message, what the collection subject answered. True: this run's
+        subject is now where the collection left its own, and so this judge is where a fresh
+        collection against it would be. False at the first difference (the link is this run's
+        either way)."""
+        self.link = link
+        pending = None  # the request whose answer is still to come
+        try:
+            for sent, msg in events:
+                if sent:
+                    link.send(msg)
+                    if msg["k"] not in _NO_ANSWER:
+                        pending = msg.get("id")
+                    continue
+                got = link.receive(self.timeout_s)
+                if got.get("k") in ("ok", "raise") and got.get("id") == pending:
+                    pending = None
+                if got != msg:
+                    if pending is not None:  # its answer still comes: read up to it, as a call
+                        with contextlib.suppress(BaseException):
+                            self._wait(pending)
+                    return False
+        except (wire.WireError, EOFError, TimeoutError):
+            return False
+        return True
+
+
+class Recorder:
+    """A link that notes every message both ways; the link's ``caps`` and ``close`` as its own."""
+
+    def __init__(self, link: wire.Link) -> None:
+        self.inner, self.caps = link, link.caps
+        self.events: list[tuple[bool, dict[str, Any]]] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.inner.send(message)
+        self.events.append((True, message))
+
+    def receive(self, timeout_s: float | None = None) -> dict[str, Any]:
+        got = self.inner.receive(timeout_s)
+        self.events.append((False, got))
+        return got
+
+    def close(self) -> None:
+        self.inner.close()
+
 
 def _known_class(
     module: str, qualname: str, production: frozenset[str]
@@ -338,6 +398,7 @@ def _known_class(
 # Requests that run no production code: a frozen clock does not change their answer (the phase
 # markers must still reach the subject, or what ran in a test would go unattributed).
 _NO_PRODUCTION = frozenset({"hello", "begin", "end"})
+_NO_ANSWER = frozenset({"release", "bye", "ok", "raise"})  # what the judge sends unanswered
 
 # The clock as the judge found it, before any test module ran (this module is loaded first).
 _CLOCK = {

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-__all__ = ["CLIENT", "FINDER", "ProxyFinder", "connect", "install", "share"]
+__all__ = ["CLIENT", "FINDER", "ProxyFinder", "connect", "install", "relink", "share"]
 
 
 def _load(stem: str) -> ModuleType:
@@ -116,17 +116,27 @@ def install(client: judgelink.Client) -> ProxyFinder:
     return finder
 
 
-def _connect() -> judgelink.Client | None:
+def _link() -> tuple[wire.Link, dict[str, Any]] | None:
+    """The call link and the judge's config, taken out of the environment."""
     link_fds = _fds("PATCHGATE_JUDGE_LINK")
     config = wire.role_env("PATCHGATE_JUDGE_CONFIG")
     os.environ.pop("PATCHGATE_JUDGE_CONFIG", None)
     if len(link_fds) != 2:
         return None
+    return wire.Link(link_fds[0], link_fds[1], wire.Caps.from_json(config.get("caps"))), config
+
+
+def _connect(*, record: bool = False) -> judgelink.Client | None:
+    got = _link()
+    if got is None:
+        return None
+    link, config = got
     timeout_ms = config.get("call_timeout_ms")
     timeout_s = timeout_ms / 1000 if type(timeout_ms) is int and timeout_ms > 0 else 60.0
-    link = wire.Link(link_fds[0], link_fds[1], wire.Caps.from_json(config.get("caps")))
     production = frozenset(str(p) for p in config.get("production", ()) if str(p))
     client = judgelink.Client(link, timeout_s, production)
+    if record:
+        client.record()
     if client.request("hello") != wire.PROTOCOL:
         raise pytest.UsageError("the subject does not speak the judge's protocol")
     return client
@@ -228,16 +238,27 @@ def _deferred() -> tuple[judgelink.Client | None, ProxyFinder | None]:
     return None, install(_NoSubject(production))  # type: ignore[arg-type]
 
 
-def connect() -> None:
-    """A judge forked by a configured zygote: the finder and the hooks get this run's link."""
+def connect(*, record: bool = False) -> None:
+    """A judge forked by a configured zygote: the finder and the hooks get this run's link
+    (``record``: every message on it noted, for a zygote that collects once)."""
     global CLIENT  # noqa: PLW0603 - the module's one client, as at a fresh run's import
     if FINDER is None or CLIENT is not None:
         raise pytest.UsageError("the judge plugin was not deferred: it cannot connect again")
-    client = _connect()
+    client = _connect(record=record)
     if client is None:
         raise pytest.UsageError("a forked judge has no call link")
     FINDER.client = client
     CLIENT = client
+
+
+def relink(events: list[tuple[bool, dict[str, Any]]]) -> bool:
+    """A judge forked by a zygote that collected once: this run's link for the one client, the
+    collection's messages replayed on it (``judgelink.Client.replay``); False when this run's
+    subject did not answer as the collection's did."""
+    got = _link()
+    if CLIENT is None or got is None:
+        raise pytest.UsageError("a judge forked after the collection has no call link")
+    return CLIENT.replay(got[0], events)
 
 
 # At import (``-p`` plugins load before the initial conftests, which may import production code).

@@ -26,7 +26,9 @@ between pairs (and after the last) the reset: both roles' processes killed, then
 from one zygote per role started before the first variant (``zygote.py``), and its resets from a
 lean zygote of the role (``zygote.py resets``, else the role's zygote): the kills between pairs
 spare the zygotes, by pid; a zygote that fails is dropped and what it forked starts another way
-(the role's zygote, else fresh).
+(the role's zygote, else fresh). When the judge's zygote started pytest's session, a collecting
+zygote is forked from it against a collection subject (``start_collecting``), the reset runs
+once before the first variant, and judges are forked by the collecting zygote.
 
 Nothing the subject writes is relayed as an outcome: from the subject the supervisor reads only
 its executed report, and refuses anything else on that pipe (``garbage``).
@@ -217,12 +219,16 @@ class _Forked:
     pid: int
     returncode: int | None = None
 
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+
 
 @dataclass
 class _Zygote:
     """One role's zygote: its process and our end of its control socket."""
 
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | _Forked
     sock: socket.socket
 
     def request(self, doc: dict[str, Any], fds: tuple[int, ...] = ()) -> dict[str, Any]:
@@ -288,30 +294,9 @@ class Supervisor:
     def spawn(
         self, variant: tuple[str, bytes] | None = None, batch: str = ""
     ) -> tuple[_Child, _Child, _Lines, _Lines]:
-        j_r, s_w = os.pipe()  # subject -> judge
-        s_r, j_w = os.pipe()  # judge -> subject
         jrep_r, jrep_w = os.pipe()
-        srep_r, srep_w = os.pipe()
-        prod = self.cfg.get("production", [])
-        caps = self.cfg.get("caps", {})
-        sub_fdenv: dict[str, tuple[int, ...]] = {
-            "PATCHGATE_SUBJECT_LINK": (s_r, s_w),
-            "PATCHGATE_SUBJECT_REPORT_FD": (srep_w,),
-        }
-        sub_env = {
-            "PATCHGATE_SUBJECT_CONFIG": json.dumps({
-                "production": prod, "source_roots": self.cfg.get("source_roots", []),
-                "targets": self.cfg.get("targets", ""), "caps": caps}),
-        }  # fmt: skip
-        judge_fdenv: dict[str, tuple[int, ...]] = {
-            "PATCHGATE_JUDGE_LINK": (j_r, j_w),
-            "PATCHGATE_REPORT_FD": (jrep_w,),
-        }
-        judge_env = {
-            "PATCHGATE_JUDGE_CONFIG": json.dumps({
-                "production": prod, "call_timeout_ms": self.cfg.get("call_timeout_ms", 0),
-                "caps": caps}),
-        }  # fmt: skip
+        sub_env, sub_fdenv, judge_env, judge_fdenv, srep_r = self._pair_env()
+        judge_fdenv["PATCHGATE_REPORT_FD"] = (jrep_w,)
         if variant is not None:  # its own variant only, on an fd it reads and closes at start
             sub_fdenv["PATCHGATE_SUBJECT_VARIANT_FD"] = (_variant_fd(*variant),)
             if batch:  # the variant's own batch file: the node ids it runs (its own scope)
@@ -327,20 +312,87 @@ class Supervisor:
         self.children = (judge, subject)
         return judge, subject, _Lines(jrep_r), _Lines(srep_r)
 
+    def _pair_env(
+        self,
+    ) -> tuple[dict[str, str], dict[str, tuple[int, ...]], dict[str, str],
+               dict[str, tuple[int, ...]], int]:  # fmt: skip
+        """A judge/subject pair's environments and fds: the call link between them and the
+        subject's executed report (our read end last)."""
+        j_r, s_w = os.pipe()  # subject -> judge
+        s_r, j_w = os.pipe()  # judge -> subject
+        srep_r, srep_w = os.pipe()
+        prod = self.cfg.get("production", [])
+        caps = self.cfg.get("caps", {})
+        sub_fdenv: dict[str, tuple[int, ...]] = {
+            "PATCHGATE_SUBJECT_LINK": (s_r, s_w),
+            "PATCHGATE_SUBJECT_REPORT_FD": (srep_w,),
+        }
+        sub_env = {
+            "PATCHGATE_SUBJECT_CONFIG": json.dumps({
+                "production": prod, "source_roots": self.cfg.get("source_roots", []),
+                "targets": self.cfg.get("targets", ""), "caps": caps}),
+        }  # fmt: skip
+        judge_fdenv: dict[str, tuple[int, ...]] = {"PATCHGATE_JUDGE_LINK": (j_r, j_w)}
+        judge_env = {
+            "PATCHGATE_JUDGE_CONFIG": json.dumps({
+                "production": prod, "call_timeout_ms": self.cfg.get("call_timeout_ms", 0),
+                "caps": caps}),
+        }  # fmt: skip
+        return sub_env, sub_fdenv, judge_env, judge_fdenv, srep_r
+
     def _launch(self, role: str, env: dict[str, str], fdenv: dict[str, tuple[int, ...]]) -> _Child:
-        """The role's process: forked by its zygote when there is one, else started fresh."""
+        """The role's process: forked by its zygote when there is one (a judge by the zygote
+        that collected once, when there is that one), else started fresh."""
         fds = tuple(fd for group in fdenv.values() for fd in group)
-        if role in self.zygotes:
-            index, n = {}, 0
-            for name, group in fdenv.items():
-                index[name] = list(range(n, n + len(group)))
-                n += len(group)
-            pid = self._zygote_fork(role, {"op": "fork", "env": env, "fdenv": index}, fds)
+        for key in (_COLLECTED, role) if role == "judge" else (role,):
+            if key not in self.zygotes:
+                continue
+            pid = self._zygote_fork(key, {"op": "fork", "env": env, "fdenv": _index(fdenv)}, fds)
             if pid is not None:
                 uid = self.cfg[role]["uid"] if self._switch() else None
                 return _Child(role, _Forked(pid), uid)
         extra = {**env, **{k: ",".join(str(fd) for fd in g) for k, g in fdenv.items()}}
         return self._start(role, extra, fds)
+
+    def start_collecting(self) -> None:
+        """The zygote that collects once (``zygote.py``, ``_collect_once``): forked by the
+        judge's zygote, once its session started, with a link to a collection subject (forked
+        by the subject's zygote, every production module from disk, as no variant); it collects
+        against that subject, which then ends, and serves the batch's judges. Not there (noted)
+        when it could not start or collect; the run's reset follows either way."""
+        sub_env, sub_fdenv, judge_env, judge_fdenv, srep_r = self._pair_env()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        judge_fdenv[_zygote().ZYGOTE_ENV] = (theirs.detach(),)
+        subject: _Child | None = None
+        z: _Zygote | None = None
+        try:
+            subject = self._launch("subject", sub_env, sub_fdenv)
+            _close_all(sub_fdenv)
+            doc = {"op": "collect", "env": judge_env, "fdenv": _index(judge_fdenv)}
+            fds = tuple(fd for group in judge_fdenv.values() for fd in group)
+            pid = self._zygote_fork("judge", doc, fds)
+            _close_all(judge_fdenv)
+            if pid is None:
+                raise OSError("the judge's zygote did not fork it")
+            z = _Zygote(_Forked(pid), ours)
+            got = z.answer(_ZYGOTE_S)
+            if got.get("ready") is not True:
+                raise OSError(str(got.get("error") or "not ready"))
+            self.zygotes[_COLLECTED] = z
+        except OSError as exc:
+            if z is not None:
+                z.close()  # its socket (ours) and the process
+            else:
+                ours.close()
+            self.unfit.append(f"{_COLLECTED}: {exc}")
+        finally:
+            _close_all(sub_fdenv)
+            _close_all(judge_fdenv)
+            if subject is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(subject.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.close(srep_r)
 
     def _switch(self) -> bool:
         return self.cfg.get("switch_users", True) is True
@@ -413,6 +465,8 @@ class Supervisor:
                 continue
             self.zygotes[key] = z
             self.configured = self.configured or (key == "judge" and got.get("configured") is True)
+        if self.configured and "subject" in self.zygotes:
+            self.start_collecting()
 
     def _spawn_zygote(
         self, key: str, role: str, argv: list[str], env: dict[str, str]
@@ -446,6 +500,9 @@ class Supervisor:
         _reap_all()
         if self.configured:
             print("supervisor: the judge's zygote configured pytest and started its session once",
+                  file=sys.stderr)  # fmt: skip
+        if self.forks.get(_COLLECTED):
+            print(f"supervisor: judges forked after collecting once: {self.forks[_COLLECTED]}",
                   file=sys.stderr)  # fmt: skip
         if self.forks:
             by_role: dict[str, int] = {}
@@ -615,6 +672,11 @@ class Supervisor:
         if self.cfg.get("zygotes") is True:
             self.start_zygotes()
         try:
+            if self.configured:  # the collection subject ran: the first variant starts clean too
+                why = self.reset()
+                if why:
+                    self.out.send({"kind": "reset", "ok": False, "detail": why[:4000]})
+                    return 1
             with fh:
                 return self._variants(fh, wake, bound, deadline)
         finally:
@@ -813,9 +875,12 @@ class Supervisor:
 _RESETS = " resets"  # the key of a role's lean resets zygote: "<role> resets"
 
 
+_COLLECTED = "judge collected"  # the key of the zygote that collected once (forked by the judge's)
+
+
 def _role_of(key: str) -> str:
     """The role a zygote's key belongs to ("judge resets" -> "judge")."""
-    return key.removesuffix(_RESETS)
+    return "judge" if key == _COLLECTED else key.removesuffix(_RESETS)
 
 
 def _child_wakeup() -> int:
@@ -858,6 +923,16 @@ def _close_all(fdenv: dict[str, tuple[int, ...]]) -> None:
         for fd in group:
             with contextlib.suppress(OSError):
                 os.close(fd)
+    fdenv.clear()
+
+
+def _index(fdenv: dict[str, tuple[int, ...]]) -> dict[str, list[int]]:
+    """Each variable's fds as their places in the request's fd list (its ``fdenv``)."""
+    index, n = {}, 0
+    for name, group in fdenv.items():
+        index[name] = list(range(n, n + len(group)))
+        n += len(group)
+    return index
 
 
 def _subreaper() -> None:

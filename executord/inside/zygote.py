@@ -40,6 +40,18 @@ code and collects the suite's test modules itself, so mutants and controls are r
   otherwise it runs ``pytest`` as ``-m`` would, ``ARGS`` and all (``-p patchgate_reporter -p
   patchgate_judge`` take the run's channels at their import there). It ends as the interpreter
   would but for tearing its modules down (``_exit``).
+* **Collecting zygote** (``{"op": "collect"}`` to the judge's zygote once its session started,
+  ``_collect_once``): collects the batch's test modules once, against a collection subject (a
+  subject forked with no variant, every production module from disk), noting every message on
+  their link; then serves the batch's judges. A judge it forks replays those messages to its
+  run's subject and compares every answer with the collection subject's: equal, the judge is
+  where a fresh collection against its subject would be (the judge's collection is the reviewed
+  code's, given the subject's answers) and it selects its own batch's items and runs them; at
+  the first difference (a mutant that changes what collection asks of the subject, a module
+  that changes its answers between imports), or when a test module's file changed since, it
+  becomes a fresh ``python -m pytest ARGS`` on the same channels (``_fresh``). Each run's subject
+  still imports everything itself and answers exactly what a collection of every module asks,
+  so it cannot tell a mutant's run from a control's, nor a replay from another replay.
 * **Subject** (``python subject.py``, ``PATCHGATE_ZYGOTE_FD`` set): the subject module is
   ``__main__`` as in a fresh subject; a forked subject runs its ``main``.
 * **Reset** (either role): a forked process runs ``reset_main`` as the role's uid. The
@@ -57,8 +69,10 @@ non-dumpable, a thread running, a production module imported by a plugin) says s
 the batch runs fresh, slower and the same.
 
 Messages, supervisor to zygote: ``{"op": "fork", "env": {...}, "fdenv": {NAME: [i, ...]}}``
-(``fdenv``: which received fds an environment variable names, in order) or ``{"op": "reset",
-"argv": [...]}`` (its one fd becomes the reset's stderr). Zygote to supervisor: ``{"ready":
+(``fdenv``: which received fds an environment variable names, in order), ``{"op": "collect",
+...}`` (the same fields; the judge's zygote only, once: its control socket and the link to the
+collection subject among the fds) or ``{"op": "reset", "argv": [...]}`` (its one fd becomes the
+reset's stderr). Zygote to supervisor: ``{"ready":
 true}`` once, then ``{"pid": N}`` or ``{"error": "..."}`` per request. The zygote exits when the
 socket ends.
 
@@ -156,11 +170,19 @@ def nondumpable() -> None:
         raise Unfit(f"cannot make the zygote non-dumpable: errno {ctypes.get_errno()}")
 
 
-def _check_clean() -> None:
+def _check_clean(production: list[str] | None = None) -> None:
+    """No thread but this one; no production module imported here (its proxies, which a
+    collecting zygote's test modules hold, are not production code)."""
     if threading.active_count() != 1:
         raise Unfit("a thread is running in the zygote: it cannot fork")
-    names = json.loads(os.environ.get(PRODUCTION_ENV) or "[]")
-    real = sorted(n for n in sys.modules if n.split(".")[0] in set(names))
+    if production is None:
+        production = json.loads(os.environ.get(PRODUCTION_ENV) or "[]")
+    names = set(production)
+    proxy = getattr(sys.modules.get("_patchgate_proxies"), "ProxyModule", None)
+    real = sorted(
+        n for n, m in sys.modules.items()
+        if n.split(".")[0] in names and not (proxy is not None and isinstance(m, proxy))
+    )  # fmt: skip
     if real:
         raise Unfit(f"production module {real[0]} was imported in the zygote")
 
@@ -662,13 +684,14 @@ def _as_main(args: list[str]) -> None:
     sys.modules["__main__"] = main
 
 
-def _bind_run(config: Any) -> None:
+def _bind_run(config: Any, *, linked: bool = False) -> None:
     """A forked judge takes its run: the reporter binds this run's channel and batch (and sends
     its ``start``), the judge plugin's finder gets this run's link, and pytest's global capture
     gets files of its own, suspended as a fresh configure leaves it; all before anything of the
     run imports."""
     sys.modules["patchgate_reporter"].rebind()
-    sys.modules["patchgate_judge"].connect()
+    if not linked:  # (a judge forked after the collection has its link already: relink)
+        sys.modules["patchgate_judge"].connect()
     capman = config.pluginmanager.getplugin("capturemanager")
     if capman is not None:
         capman.start_global_capturing()
@@ -701,6 +724,8 @@ def _in_session(sock: socket.socket, config: Any, before: list[str]) -> int:
         def run(req: dict[str, Any], fds: list[int]) -> Callable[[], Any]:
             if req["op"] == "reset":
                 return _reset(req, fds)
+            if req["op"] == "collect":
+                return lambda: _collect_once(cfg, session, real, req, fds)
 
             def go() -> Any:
                 _environ(req, fds)
@@ -712,7 +737,7 @@ def _in_session(sock: socket.socket, config: Any, before: list[str]) -> int:
 
         if not _ready(sock, checks):
             os._exit(3)
-        child = serve(sock, run)
+        child = serve(sock, run, ("fork", "reset", "collect"))
         if child is None:  # the batch ended: the zygote ends, its session never finishes
             sys.stdout.flush()
             os._exit(0)
@@ -731,6 +756,112 @@ def _in_session(sock: socket.socket, config: Any, before: list[str]) -> int:
         return 3
     sys.stdout.flush()
     return int(ret)
+
+
+def _collect_once(cfg: Any, session: Any, real: Any, req: dict[str, Any], fds: list[int]) -> Any:
+    """The collecting zygote (forked by the judge's zygote for ``{"op": "collect"}``, its own
+    control socket and the link to a collection subject in the request): collect once, against
+    that subject, noting every message on the link; then serve forks of its own. A judge it
+    forks replays those messages to its run's subject (``patchgate_judge.relink``): when every
+    answer is the collection subject's, the judge is where a fresh collection against this
+    subject would have left it, and it runs the tests of its own batch; at the first difference
+    it becomes a fresh pytest on the same channels (``_fresh``). Returns, in a forked judge, what
+    pytest's ``_main`` returns; the zygote itself never returns."""
+    _environ(req, fds)
+    sock = _socket()
+    judge, reporter = sys.modules["patchgate_judge"], sys.modules["patchgate_reporter"]
+    before = _owned_now()
+    production = list(judge.FINDER.client.production)
+    capman = cfg.pluginmanager.getplugin("capturemanager")
+    had = set(sys.modules)
+    try:
+        judge.connect(record=True)
+        batch = reporter._REPORTER.batch
+        batch.run, batch._run = [], None  # collect and keep every item: each run selects its own
+        if capman is not None:  # as a run's (_bind_run); closed again before any fork
+            capman.start_global_capturing()
+            capman.suspend_global_capture()
+        cfg.hook.pytest_collection(session=session)
+        if capman is not None:
+            capman.stop_global_capturing()
+        events = judge.CLIENT.detach()
+        if session.testsfailed:
+            raise Unfit(f"the collection failed ({session.testsfailed} errors)")
+        _nothing_left("collecting", before)
+    except Exception as exc:  # any failure makes this zygote unfit, never a run
+        _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
+        os._exit(3)
+    collected = list(session.items)
+    proxy = sys.modules["_patchgate_proxies"].ProxyModule  # the subject's modules: not files here
+    new = [m for n, m in sys.modules.items() if n not in had and not isinstance(m, proxy)]
+    files = [f for m in new if isinstance(f := m.__dict__.get("__file__"), str)]
+    imported = _files_of(files)
+
+    class _Collected:
+        """A forked judge's collection: the zygote's items, sorted and selected by this run's
+        batch as the reporter selects them after every other plugin."""
+
+        def pytest_collection(self, session: Any) -> bool:
+            items = list(collected)
+            reporter._REPORTER.pytest_collection_modifyitems(session.config, items)
+            session.items, session.testscollected = items, len(items)
+            return True
+
+    def run(req: dict[str, Any], fds: list[int]) -> Callable[[], Any]:
+        if req["op"] == "reset":
+            return _reset(req, fds)
+
+        def go() -> Any:
+            _environ(req, fds)
+            env = dict(os.environ)  # this run's, before its channels are taken out of it
+            _open_channel()
+            if _files_of(files) != imported or not judge.relink(events):
+                _fresh(env, fds)
+            _bind_run(cfg, linked=True)
+            cfg.pluginmanager.register(_Collected(), "patchgate-collected")
+            return real(cfg, session)
+
+        return go
+
+    def checks() -> dict[str, Any]:
+        _check_clean(production)  # its test modules hold proxies, never production code
+        return {"collected": True}
+
+    if not _ready(sock, checks):
+        os._exit(3)
+    child = serve(sock, run)
+    if child is None:
+        sys.stdout.flush()
+        os._exit(0)
+    return child()
+
+
+def _files_of(paths: list[str]) -> dict[str, tuple[int, int, int]]:
+    """Each file as (inode, size, mtime in ns): a run forked after the collection checks that
+    the test modules and conftests it imported are still those bytes (a sandbox's tree is
+    read-only; a writable one may change between runs)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out[path] = (-1, -1, -1)
+            continue
+        out[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _fresh(env: dict[str, str], fds: list[int]) -> None:
+    """This run's judge as a fresh ``python -m pytest ARGS`` on the same channels (the fds its
+    request brought, the environment naming them): what runs when its subject did not answer
+    the collection's messages as the collection subject did."""
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.set_inheritable(fd, True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "pytest", *sys.argv[1:]], env)  # noqa: S606 - argv, no shell
 
 
 def judge_main() -> None:

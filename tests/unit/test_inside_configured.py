@@ -33,7 +33,7 @@ with open(os.path.join(os.path.dirname(__file__), "..", "log", "configures"), "a
 CAPTURE_CONFTEST = """\
 import os
 
-def pytest_collection(session):
+def pytest_runtestloop(session):
     capman = session.config.pluginmanager.getplugin("capturemanager")
     tmpfile = capman._global_capturing.out.tmpfile  # the run's captured stdout, before any test
     seen = os.pread(tmpfile.fileno(), 4096, 0)
@@ -151,8 +151,8 @@ def test_a_judge_killed_mid_test_leaves_nothing_in_the_next_runs_capture(
 ) -> None:
     """Each forked judge opens capture files of its own: the first variant's judge writes to
     its captured stdout and is killed before pytest reads it back; the next variants' capture
-    starts empty when their collection starts (a capture file opened by the zygote would carry
-    that text over)."""
+    starts empty when their tests start (a capture file opened by the zygote would carry that
+    text over)."""
     code, records, err = _run(
         tmp_path,
         [HANGS, SHOP, SHOP],
@@ -232,3 +232,49 @@ def test_a_conftest_that_leaves_files_where_the_reset_removes_them_makes_the_zyg
     items = [(r["outcome"], r.get("failure_kind", "")) for r in records if r["kind"] == "item"]
     assert items == [("pass", ""), ("fail", "predicate"), ("pass", "")], err
     assert os.listdir(tmp_path / "scratch") == []
+
+
+AT_COLLECTION_TESTS = """\
+import pgshop
+
+PRICE_AT_COLLECTION = pgshop.price()  # asked of the subject while the module is collected
+
+def test_price_is_what_collection_saw():
+    assert pgshop.price() == PRICE_AT_COLLECTION
+"""
+
+
+@pytest.mark.parametrize("zygotes", [False, True], ids=["fresh", "zygotes"])
+def test_a_run_whose_subject_answers_the_collection_otherwise_is_collected_afresh(
+    tmp_path: Path, zygotes: bool
+) -> None:
+    """The collecting zygote's test module asked its collection subject for ``price()`` (10);
+    the mutant's subject answers 11 when the collection's messages are replayed to it, so that
+    run's judge is a fresh pytest, whose collection sees 11: the mutant survives, as in a fresh
+    run. (A judge that kept the zygote's collection would compare 11 with 10 and count a kill
+    the predicate never made.)"""
+    code, records, err = _run(
+        tmp_path, [MUTANT, SHOP, MUTANT], COUNTING_CONFTEST, zygotes=zygotes,
+        tests=AT_COLLECTION_TESTS,
+    )  # fmt: skip
+    assert code == 0, err
+    items = [r["outcome"] for r in records if r["kind"] == "item"]
+    assert items == ["pass", "pass", "pass"], err
+    assert ("judges forked after collecting once: 3" in err) is zygotes, err
+
+
+@pytest.mark.parametrize("zygotes", [False, True], ids=["fresh", "zygotes"])
+def test_a_collection_that_fails_is_every_runs_own(tmp_path: Path, zygotes: bool) -> None:
+    """A test module that cannot be collected makes the collecting zygote unfit: each run
+    collects (and fails to) itself, and reports it, as a fresh run does."""
+    broken = (
+        'import pgshop\n\nraise RuntimeError("broken at import")\n\ndef test_price():\n    pass\n'
+    )
+    code, records, err = _run(tmp_path, [MUTANT, SHOP], "", zygotes=zygotes, tests=broken)
+    assert code == 0, err
+    collects = [r for r in records if r["kind"] == "collect"]
+    assert len(collects) == 2, err
+    assert all("broken at import" in r["failure"] for r in collects), err
+    assert not [r for r in records if r["kind"] == "item"], err
+    unfit = "zygote not used: judge collected: unfit: Unfit: the collection failed"
+    assert (unfit in err) is zygotes, err

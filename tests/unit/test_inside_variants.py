@@ -33,6 +33,10 @@ def own_file():
     with open(__file__, "rb") as fh:
         return fh.read()
 
+def note(path):
+    with open(path, "a") as fh:
+        fh.write("noted\\n")
+
 def litter(where):
     with open(os.path.join(where, "junk"), "w") as fh:
         fh.write("left by a variant")
@@ -411,8 +415,11 @@ def test_the_resets_are_forked_by_a_lean_zygote_of_each_role(tmp_path: Path) -> 
     zygote; the reset is the same (each variant starts on an empty scratch directory)."""
     prices, err = _prices_each_starting_clean(tmp_path, [MUTANT, ON_DISK, MUTANT])
     assert prices == ["fail", "pass", "fail"], err
-    assert "supervisor: forked by the zygotes: judge 6, subject 6" in err, err
-    assert "supervisor: resets forked by the lean zygotes: judge 3, subject 3" in err, err
+    # per role: 3 runs, the collecting zygote (judge) or the collection subject, 4 resets (one
+    # after the collection subject, one after each variant)
+    assert "supervisor: forked by the zygotes: judge 8, subject 8" in err, err
+    assert "supervisor: resets forked by the lean zygotes: judge 4, subject 4" in err, err
+    assert "supervisor: judges forked after collecting once: 3" in err, err
     assert "zygote not used" not in err, err
 
 
@@ -427,7 +434,7 @@ def test_a_subject_that_kills_its_resets_zygote_has_its_resets_forked_by_its_zyg
     assert prices == ["pass", "fail", "pass"], err
     assert "zygote not used: subject resets:" in err, err
     assert "zygote not used: subject:" not in err, err
-    assert "forked by the zygotes: judge 6, subject 6" in err, err  # the same number of forks
+    assert "forked by the zygotes: judge 8, subject 8" in err, err  # the same number of forks
 
 
 @pytest.mark.usefixtures("forked")
@@ -513,12 +520,18 @@ def test_a_batch_that_names_what_to_run_collects_every_module_and_runs_only_that
 ) -> None:
     """A variant's run with a ``run`` list (the covering properties' node ids): every test module
     of the batch is still collected (imported: the suite's run imported it too), only the named
-    tests run, and they alone are reported."""
+    tests run, and they alone are reported. Each run's subject answers what every module's
+    collection asks of it (here: a call made at a test module's import), fresh or after a
+    collecting zygote (which imports the test modules once, and replays the collection's
+    requests to each run's subject)."""
     other = """\
 import os
 
+import pgshop
+
 with open(os.path.join(os.path.dirname(__file__), "..", "collected"), "a") as fh:
     fh.write("w\\n")
+pgshop.note(os.path.join(os.path.dirname(__file__), "..", "answered"))
 
 def test_w():
     assert False
@@ -540,7 +553,9 @@ def test_w():
     )
     items, err = _items_with_batch(cfg_path, tmp_path / "batch.json")
     assert items == [(NODES[0], "fail"), (NODES[0], "pass")], err
-    assert (tmp_path / "collected").read_text() == "w\nw\n"
+    collected = ZYGOTES["zygotes"] and "judges forked after collecting once: 2" in err
+    assert (tmp_path / "collected").read_text() == ("w\n" if collected else "w\nw\n"), err
+    assert (tmp_path / "answered").read_text().count("noted") == (3 if collected else 2), err
 
 
 def _one_variant_run(tmp_path: Path, tests: dict[str, str], nodes: list[str]) -> list[str]:
