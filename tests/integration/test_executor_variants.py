@@ -125,9 +125,12 @@ def test_variants_run_in_one_sandbox_and_each_is_judged_alone(
     assert got[("b.bounded", 3)] == ("error", "subject")
     assert {o.run_index for o in result.outcomes} == {1}
     assert (case.workspace / MODULE).read_bytes() == disk
-    # every pair and reset forked by the two zygotes (as the roles' uids, non-dumpable)
+    # every pair and reset forked by the two zygotes (as the roles' uids, non-dumpable): per
+    # role 5 runs, the collecting zygote (judge) or the collection subject, and 6 resets (one
+    # after the collection subject, one after each variant); the judges by the collecting one
     err = "".join(log.stderr for log in result.logs)
-    assert "supervisor: forked by the zygotes: judge 10, subject 10" in err, err
+    assert "supervisor: forked by the zygotes: judge 12, subject 12" in err, err
+    assert "supervisor: judges forked after collecting once: 5" in err, err
     assert "zygote not used" not in err, err
 
     # what a variant costs: the marginal time of one more variant in the sandbox (5 variants
@@ -222,7 +225,7 @@ def test_the_subjects_zygote_is_seen_by_the_code_under_test_and_out_of_its_reach
     got = [(o.variant, o.outcome, o.failure_signature) for o in result.outcomes]
     assert [g[:2] for g in got] == [(1, "pass"), (2, "pass"), (3, "pass")], got
     err = "".join(log.stderr for log in result.logs)
-    assert "supervisor: forked by the zygotes: judge 6, subject 6" in err, err
+    assert "supervisor: forked by the zygotes: judge 8, subject 8" in err, err  # as above
 
 
 def test_a_variant_scope_runs_only_its_properties_tests_over_the_wire(
