@@ -718,8 +718,20 @@ class Supervisor:
                     return f"processes of uid {r['uid']} outlived the kill"
         _reap_all()
         problems = []
+        started = []
         for name, r in zip(("subject", "judge"), roles, strict=True):
-            problems += self._reset_role(name, r, switch=switch)
+            args = self.reset_args(r)  # both lean zygotes' helpers at once, then waited for
+            lean = args and name + _RESETS in self.zygotes
+            got = self._reset_fork(name + _RESETS, args) if lean else None
+            if got is not None:
+                started.append((name, *got, r if switch else None))
+            else:
+                problems += self._reset_role(name, r, switch=switch)
+        ended = [
+            (name, _wait_pid(pid, _RESET_S), err_r, role) for name, pid, err_r, role in started
+        ]
+        for name, code, err_r, role in ended:  # (their kills reap: every helper waited for first)
+            problems += self._reset_done(name, code, err_r, role)
         _reap_all()
         return "; ".join(problems)
 
@@ -765,15 +777,29 @@ class Supervisor:
         """The role's reset forked by its lean resets zygote, else by its zygote (as its uid),
         waited for here."""
         key = name + _RESETS if name + _RESETS in self.zygotes else name
+        got = self._reset_fork(key, args)
+        if got is None:  # dropped: the next zygote of the role forks it, else it runs fresh
+            return self._reset_role(name, role or self.cfg[name], switch=role is not None)
+        return self._reset_done(name, _wait_pid(got[0], _RESET_S), got[1], role)
+
+    def _reset_fork(self, key: str, args: list[str]) -> tuple[int, int] | None:
+        """The reset helper forked by the zygote ``key``: its pid and the read end of its
+        stderr; None (the zygote dropped) when it did not fork one."""
         err_r, err_w = os.pipe()
         try:
             pid = self._zygote_fork(key, {"op": "reset", "argv": args}, (err_w,))
         finally:
             os.close(err_w)
-        if pid is None:  # dropped: the next zygote of the role forks it, else it runs fresh
+        if pid is None:
             os.close(err_r)
-            return self._reset_role(name, role or self.cfg[name], switch=role is not None)
-        code = _wait_pid(pid, _RESET_S)
+            return None
+        return pid, err_r
+
+    def _reset_done(
+        self, name: str, code: int, err_r: int, role: dict[str, Any] | None
+    ) -> list[str]:
+        """A forked reset helper that ended with ``code``: what went wrong ([] when it removed
+        everything); every process of the role's uid left is killed."""
         os.set_blocking(err_r, False)
         err = b""
         with contextlib.suppress(OSError):
@@ -946,20 +972,32 @@ def _subreaper() -> None:
 
 
 def _wait_pid(pid: int, timeout: float) -> int:
-    """``pid``'s exit code (waited for, at most ``timeout``; then killed: -9)."""
-    until = time.monotonic() + timeout
-    while True:
-        try:
-            got, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return -signal.SIGKILL
-        if got == pid:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > until:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-            timeout, until = 1.0, time.monotonic() + 1.0
-        time.sleep(0.002)
+    """``pid``'s exit code (waited for, at most ``timeout``; then killed: -9). Woken by the
+    process's end through a pidfd where the kernel has them, else polled every 2 ms."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        pidfd = -1
+    try:
+        until = time.monotonic() + timeout
+        while True:
+            try:
+                got, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return -signal.SIGKILL
+            if got == pid:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > until:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                timeout, until = 1.0, time.monotonic() + 1.0
+            if pidfd >= 0:
+                select.select([pidfd], [], [], max(0.0, min(until - time.monotonic(), 0.5)))
+            else:
+                time.sleep(0.002)
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
 
 
 def _kill_uid(uid: int, spare: frozenset[int] = frozenset()) -> None:
