@@ -5,12 +5,15 @@ zygote once, as its role's uid, with the role's environment and working director
 batch's first variant; then, per variant, asks it over a control socket (``SOCK_SEQPACKET``, one
 JSON message per packet, fds as ``SCM_RIGHTS``) to fork that role's process for the run. What a
 fresh interpreter would spend on every variant — starting Python, importing pytest, its plugins
-and the gate's inside modules — is spent once.
+and the gate's inside modules, configuring pytest, starting its session, collecting — is spent
+once.
 
 A forked process starts from the zygote's state: an interpreter that has imported nothing of the
-code under test and nothing that reads a run's channels. Every run still imports the production
-code and collects the suite's test modules itself, so mutants and controls are run exactly alike
-(only the variant's code differs), and the files on disk are never read for a variant.
+code under test and nothing that reads a run's channels. Every run's subject still imports the
+production code itself and is asked everything a collection of the suite's test modules asks
+(by its judge's collection, or by the replay of the collecting zygote's), so mutants and
+controls are run exactly alike (only the variant's code differs), and the files on disk are
+never read for a variant.
 
 * **Judge** (``python -c BOOT``, for a judge argv ``PY -m pytest ARGS``): ``sys.path[0]`` is the
   working directory as with ``-m``; it imports pytest, its builtin plugins and, unless
