@@ -245,3 +245,39 @@ def test_a_variant_scope_runs_only_its_properties_tests_over_the_wire(
         ("b.non_negative", 1): ("fail", "assertion"),
         ("b.non_negative", 2): ("pass", ""),
     }
+
+
+SEEN = """
+import billing
+
+CENT_AT_COLLECTION = billing.CENT  # asked of the subject while this module is collected
+
+
+def test_cent_is_what_collection_saw():
+    assert billing.CENT == CENT_AT_COLLECTION
+"""
+
+
+def test_a_variant_whose_subject_answers_the_collection_otherwise_is_collected_afresh(
+    executor_daemon: ExecutorProc, operator_key, tmp_path: Path
+) -> None:
+    """In the sandbox (switched users, read-only tree): the judges are forked by the zygote
+    that collected once, against the disk's module; the variant that changes ``CENT`` answers
+    the replayed collection otherwise, so its judge collects afresh (a fresh pytest on the same
+    channels) and sees its own ``CENT``: the test passes, as in a fresh run, where the zygote's
+    collection would have compared 0.10 with 0.01. The controls around it pass."""
+    case = billing_case(
+        tmp_path, operator_key.signer,
+        properties=(prop("b.seen", "properties/test_seen.py::test_cent_is_what_collection_saw"),),
+        extra_files={"properties/test_seen.py": SEEN},
+    )  # fmt: skip
+    disk = (case.workspace / MODULE).read_bytes()
+    dime = disk.replace(b'CENT = Decimal("0.01")', b'CENT = Decimal("0.10")')
+    assert dime != disk
+    result = _execute(executor_daemon, case, ((MODULE, disk), (MODULE, dime), (MODULE, disk)))
+    assert result.transport == (), result.transport
+    got = [(o.variant, o.outcome) for o in result.outcomes]
+    assert got == [(1, "pass"), (2, "pass"), (3, "pass")], result.outcomes
+    err = "".join(log.stderr for log in result.logs)
+    assert "supervisor: judges forked after collecting once: 3" in err, err
+    assert "zygote not used" not in err, err
