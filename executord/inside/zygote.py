@@ -307,6 +307,12 @@ def _start(prepare: Callable[[], None]) -> socket.socket | None:
     return sock if _ready(sock, prepare) else None
 
 
+def _unfit(sock: socket.socket, exc: BaseException) -> None:
+    """Say why the zygote cannot serve (the supervisor then starts what it would have forked
+    another way)."""
+    _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
+
+
 def _ready(sock: socket.socket, prepare: Callable[[], dict[str, Any] | None]) -> bool:
     """``prepare``, then made safe, checked clean and frozen, then ``ready`` (with ``prepare``'s
     notes) sent; False, having sent why, when any of it failed (the zygote is unfit)."""
@@ -315,7 +321,7 @@ def _ready(sock: socket.socket, prepare: Callable[[], dict[str, Any] | None]) ->
         nondumpable()
         _check_clean()
     except Exception as exc:  # any failure makes the zygote unfit, never a run
-        _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
+        _unfit(sock, exc)
         return False
     _freeze()
     _send(sock, {**notes, "ready": True})
@@ -695,10 +701,17 @@ def _bind_run(config: Any, *, linked: bool = False) -> None:
     sys.modules["patchgate_reporter"].rebind()
     if not linked:  # (a judge forked after the collection has its link already: relink)
         sys.modules["patchgate_judge"].connect()
+    _capture_anew(config)
+
+
+def _capture_anew(config: Any) -> Any:
+    """pytest's global capture on files of this process's own, suspended as a fresh configure
+    leaves it (the zygote closed its own); the capture manager, None without one."""
     capman = config.pluginmanager.getplugin("capturemanager")
     if capman is not None:
         capman.start_global_capturing()
         capman.suspend_global_capture()
+    return capman
 
 
 def _in_session(sock: socket.socket, config: Any, before: list[str]) -> int:
@@ -775,15 +788,12 @@ def _collect_once(cfg: Any, session: Any, real: Any, req: dict[str, Any], fds: l
     judge, reporter = sys.modules["patchgate_judge"], sys.modules["patchgate_reporter"]
     before = _owned_now()
     production = list(judge.FINDER.client.production)
-    capman = cfg.pluginmanager.getplugin("capturemanager")
     had = set(sys.modules)
     try:
         judge.connect(record=True)
         batch = reporter._REPORTER.batch
         batch.run, batch._run = [], None  # collect and keep every item: each run selects its own
-        if capman is not None:  # as a run's (_bind_run); closed again before any fork
-            capman.start_global_capturing()
-            capman.suspend_global_capture()
+        capman = _capture_anew(cfg)  # as a run's; closed again before any fork
         cfg.hook.pytest_collection(session=session)
         if capman is not None:
             capman.stop_global_capturing()
@@ -792,7 +802,7 @@ def _collect_once(cfg: Any, session: Any, real: Any, req: dict[str, Any], fds: l
             raise Unfit(f"the collection failed ({session.testsfailed} errors)")
         _nothing_left("collecting", before)
     except Exception as exc:  # any failure makes this zygote unfit, never a run
-        _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
+        _unfit(sock, exc)
         os._exit(3)
     collected = list(session.items)
     proxy = sys.modules["_patchgate_proxies"].ProxyModule  # the subject's modules: not files here
@@ -876,7 +886,7 @@ def judge_main() -> None:
         before = _owned_now()
         config = _configure(args, before)
     except Exception as exc:  # any failure makes the zygote unfit, never a run
-        _send(sock, {"error": f"unfit: {type(exc).__name__}: {exc}"[:4000]})
+        _unfit(sock, exc)
         sys.exit(3)
     if config is not None:  # served from inside pytest's session; returns in a forked judge
         _exit(_in_session(sock, config, before))
