@@ -126,6 +126,11 @@ def _link() -> tuple[wire.Link, dict[str, Any]] | None:
     return wire.Link(link_fds[0], link_fds[1], wire.Caps.from_json(config.get("caps"))), config
 
 
+def _production(config: dict[str, Any]) -> frozenset[str]:
+    """The production top-level names of the judge's config."""
+    return frozenset(str(p) for p in config.get("production", ()) if str(p))
+
+
 def _connect(*, record: bool = False) -> judgelink.Client | None:
     got = _link()
     if got is None:
@@ -133,8 +138,7 @@ def _connect(*, record: bool = False) -> judgelink.Client | None:
     link, config = got
     timeout_ms = config.get("call_timeout_ms")
     timeout_s = timeout_ms / 1000 if type(timeout_ms) is int and timeout_ms > 0 else 60.0
-    production = frozenset(str(p) for p in config.get("production", ()) if str(p))
-    client = judgelink.Client(link, timeout_s, production)
+    client = judgelink.Client(link, timeout_s, _production(config))
     if record:
         client.record()
     if client.request("hello") != wire.PROTOCOL:
@@ -234,8 +238,7 @@ class _NoSubject:
 def _deferred() -> tuple[judgelink.Client | None, ProxyFinder | None]:
     """In the judge's zygote (``PATCHGATE_JUDGE_DEFERRED``): no client, a finder that refuses."""
     config = wire.role_env("PATCHGATE_JUDGE_CONFIG")
-    production = frozenset(str(p) for p in config.get("production", ()) if str(p))
-    return None, install(_NoSubject(production))  # type: ignore[arg-type]
+    return None, install(_NoSubject(_production(config)))  # type: ignore[arg-type]
 
 
 def connect(*, record: bool = False) -> None:
