@@ -247,6 +247,18 @@ def _output_dir(nodeid: str) -> str:
     return os.path.join(OUTPUT_ROOT, hashlib.sha256(nodeid.encode()).hexdigest()[:16])
 
 
+def _drop_if_empty(out: str) -> None:
+    """A test's output area that it left empty is removed when the test ends (hashed first:
+    an empty area and none hash alike), and the output root with it when no other area is
+    there, so a run that wrote nothing leaves nothing of its uid for the reset between mutation
+    variants to remove (``rmdir`` removes an empty directory only)."""
+    for path in (out, OUTPUT_ROOT):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+
+
 def tree_hash(root: str) -> str:
     """sha256 hex of the tree under ``root`` (paths, kinds, bytes, link targets; links never
     followed); "" when it is larger than the caps (not measured)."""
@@ -458,6 +470,7 @@ class _Reporter:
             tree=tree_hash(_output_dir(nodeid)),
         )
         os.environ.pop("PATCHGATE_OUTPUT", None)
+        _drop_if_empty(_output_dir(nodeid))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:

@@ -22,7 +22,9 @@ records. In order:
 With ``variants`` (mutation v2, ``wire.py`` "Variants"), steps 3 to 6 run once per variant, each
 pair after a ``variant`` record and with only its own variant's source on an inherited fd, and
 between pairs (and after the last) the reset: both roles' processes killed, then the reset helper
-(``zygote.py reset``) as each role's uid. With ``zygotes`` each role's processes are forked
+(``zygote.py reset``) as each role's uid, unless the supervisor, reading the reset directories
+and SysV tables itself, is certain that uid left nothing there (``zygote.py``'s
+``reset_needed``). With ``zygotes`` each role's processes are forked
 from one zygote per role started before the first variant (``zygote.py``), and its resets from a
 lean zygote of the role (``zygote.py resets``, else the role's zygote): the kills between pairs
 spare the zygotes, by pid; a zygote that fails is dropped and what it forked starts another way
@@ -283,6 +285,7 @@ class Supervisor:
     zygotes: dict[str, _Zygote] = field(default_factory=dict)  # role -> its zygote (variants)
     unfit: list[str] = field(default_factory=list)  # why a zygote was dropped (stderr)
     forks: dict[str, int] = field(default_factory=dict)  # role -> processes its zygote forked
+    resets_skipped: dict[str, int] = field(default_factory=dict)  # role -> resets not needed
     configured: bool = False  # the judge's zygote configured pytest and started its session
 
     def emit(self, rec: dict[str, Any]) -> None:
@@ -514,6 +517,10 @@ class Supervisor:
                              if k.endswith(_RESETS))  # fmt: skip
             if lean:
                 print(f"supervisor: resets forked by the lean zygotes: {lean}", file=sys.stderr)
+        if self.resets_skipped:
+            done = ", ".join(f"{r} {n}" for r, n in sorted(self.resets_skipped.items()))
+            print(f"supervisor: resets not needed (nothing of the uid left): {done}",
+                  file=sys.stderr)  # fmt: skip
         for why in self.unfit:
             print(f"supervisor: zygote not used: {why}", file=sys.stderr)
 
@@ -719,7 +726,13 @@ class Supervisor:
         _reap_all()
         problems = []
         started = []
-        for name, r in zip(("subject", "judge"), roles, strict=True):
+        # both roles read before either helper starts (one uid's helper removing while the
+        # other's entries are read would make the answer depend on the timing)
+        needed = [self._reset_needed(self.reset_args(r), r, switch=switch) for r in roles]
+        for name, r, need in zip(("subject", "judge"), roles, needed, strict=True):
+            if not need:
+                self.resets_skipped[name] = self.resets_skipped.get(name, 0) + 1
+                continue
             args = self.reset_args(r)  # both lean zygotes' helpers at once, then waited for
             lean = args and name + _RESETS in self.zygotes
             got = self._reset_fork(name + _RESETS, args) if lean else None
@@ -734,6 +747,17 @@ class Supervisor:
             problems += self._reset_done(name, code, err_r, role)
         _reap_all()
         return "; ".join(problems)
+
+    def _reset_needed(self, args: list[str], role: dict[str, Any], *, switch: bool) -> bool:
+        """Whether the role's reset helper could have anything to remove (``zygote.py``'s
+        ``reset_needed``, read here as uid 0 after the role's processes were killed): when
+        certainly not, it is not started. A zygote's fork is ~5 ms of two processes' page
+        tables a role; most variants leave nothing behind."""
+        if not args:
+            return False
+        uid = int(role["uid"]) if switch else os.geteuid()
+        dirs = [a for a in args if a != "--ipc"]
+        return bool(_zygote().reset_needed(dirs, uid, ipc="--ipc" in args))
 
     def reset_args(self, role: dict[str, Any]) -> list[str]:
         """The reset helper's arguments for a role (``--ipc`` with switched users, then the

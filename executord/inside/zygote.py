@@ -1039,6 +1039,76 @@ def leftovers(dirs: list[str], uid: int, *, ipc: bool) -> list[str]:
     return left
 
 
+#: An empty tmpfs: its root directory is its one inode in use, and its size is two of tmpfs's
+#: 20-byte "bogus" entries (the size grows by one per entry).
+_EMPTY_TMPFS_INODES = 1
+_EMPTY_TMPFS_DIR_SIZE = 40
+
+
+def reset_needed(dirs: list[str], uid: int, *, ipc: bool) -> bool:
+    """Whether the reset helper run as ``uid`` could find anything to remove: False only when it
+    is certain it could not, i.e. every directory was read (every entry ``lstat``-ed, no link
+    followed) or proved an empty tmpfs, and none holds an entry of ``uid``; and, with ``ipc``,
+    every SysV table was read and holds no object ``uid`` owns or created. Whatever could not
+    be read, or read as expected, counts as something to remove (the helper then runs).
+
+    The supervisor asks this of each role after that role's processes were killed (only its
+    zygotes, which import no code under test, remain), so nothing of the uid runs between this
+    answer and the next variant's start."""
+    for d in dirs:
+        try:
+            with os.scandir(d) as entries:
+                for e in entries:
+                    if e.stat(follow_symlinks=False).st_uid == uid:
+                        return True
+        except FileNotFoundError:
+            if os.path.lexists(d):  # the directory is there: an entry vanished while read
+                return True
+        except PermissionError:  # a role's own 0700 tmpfs, read by the supervisor
+            if not _empty_tmpfs(d):
+                return True
+        except OSError:
+            return True
+    return ipc and _ipc_unknown_or_owned(uid)
+
+
+def _empty_tmpfs(path: str) -> bool:
+    """``path`` is the root of a filesystem with nothing in it but that root (told by its inode
+    count and the directory's size, which need no permission on the directory itself)."""
+    try:
+        st = os.lstat(path)
+        up = os.lstat(os.path.dirname(path.rstrip("/")) or "/")
+        fs = os.statvfs(path)
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(st.st_mode)
+        and st.st_dev != up.st_dev
+        and st.st_nlink == 2  # "." and its entry in the parent: no subdirectory
+        and st.st_size == _EMPTY_TMPFS_DIR_SIZE
+        and fs.f_files > 0
+        and fs.f_files - fs.f_ffree == _EMPTY_TMPFS_INODES
+    )
+
+
+def _ipc_unknown_or_owned(uid: int) -> bool:
+    """True unless every SysV table was read and none holds an object of ``uid``."""
+    for table, (_col_id, col_uid, col_cuid) in _TABLES.items():
+        try:
+            with open(f"/proc/sysvipc/{table}", encoding="ascii") as fh:
+                lines = fh.read().splitlines()[1:]
+        except (OSError, ValueError):
+            return True
+        for line in lines:
+            cols = line.split()
+            try:
+                if uid in (int(cols[col_uid]), int(cols[col_cuid])):
+                    return True
+            except (IndexError, ValueError):
+                return True
+    return False
+
+
 def reset_main(argv: list[str]) -> int:
     """``zygote.py reset [--ipc] DIR...`` (``argv`` from ``reset``): 0 when clean, else 1
     (leftovers on stderr)."""

@@ -32,6 +32,22 @@ with open("/dev/shm/litter-variant", "w") as _fh:
     _fh.write("left by a variant")
 _ct.CDLL(None).shmget(0, 4096, 0o1000 | 0o600)
 """
+#: Litter only in the subject's own HOME (a mode-0700 tmpfs the supervisor cannot list: it
+#: proves it empty by its inode count, else starts the subject's reset helper).
+HOME_LITTER = """
+import os as _os
+
+with open(_os.path.join(_os.environ["HOME"], "litter-variant"), "w") as _fh:
+    _fh.write("left by a variant")
+"""
+#: What the subject's HOME holds, asked by the clean-state test (the judge cannot list it).
+HOME_PROBE = """
+
+def home_entries():
+    import os as _os
+
+    return sorted(_os.listdir(_os.environ["HOME"]))
+"""
 CLEAN = '''
 import os
 
@@ -39,12 +55,15 @@ import billing
 
 
 def test_starts_clean():
-    """Nothing a previous variant's subject left: /tmp, /dev/shm, SysV shared memory."""
+    """Nothing a previous variant's subject left: /tmp, /dev/shm, SysV shared memory, and its
+    HOME where the variant can say what is there."""
     assert not [n for n in os.listdir("/tmp") if n.startswith("litter")]
     assert not [n for n in os.listdir("/dev/shm") if n.startswith("litter")]
     with open("/proc/sysvipc/shm") as fh:
         assert fh.read().splitlines()[1:] == []
     assert billing.prorate is not None
+    if hasattr(billing, "home_entries"):
+        assert billing.home_entries() == []
 '''
 PROPS = (
     prop("b.non_negative", "properties/test_billing.py::test_prorate_non_negative"),
@@ -98,6 +117,8 @@ def test_variants_run_in_one_sandbox_and_each_is_judged_alone(
         (MODULE, raises),  # 3: the subject raises: never a kill
         (MODULE, disk + LITTER.encode()),  # 4: leaves files and SysV memory behind
         (MODULE, disk),  # 5: a control after it: the reset left nothing
+        (MODULE, disk + (HOME_LITTER + HOME_PROBE).encode()),  # 6: litters its own HOME only
+        (MODULE, disk + HOME_PROBE.encode()),  # 7: a control after it: its HOME is empty
     )
     since = time.time() - 1
     t0 = time.monotonic()
@@ -120,20 +141,30 @@ def test_variants_run_in_one_sandbox_and_each_is_judged_alone(
         ("b.non_negative", 5): ok,
         ("b.bounded", 5): ok,
         ("b.clean", 5): ok,
+        ("b.non_negative", 6): ok,
+        ("b.bounded", 6): ok,
+        ("b.clean", 6): ("fail", "assertion"),  # its own HOME's litter, in its own pair
+        ("b.non_negative", 7): ok,
+        ("b.bounded", 7): ok,
+        ("b.clean", 7): ok,
     }, result.outcomes
     assert got[("b.non_negative", 3)] == ("error", "subject")
     assert got[("b.bounded", 3)] == ("error", "subject")
     assert {o.run_index for o in result.outcomes} == {1}
     assert (case.workspace / MODULE).read_bytes() == disk
-    # every pair and reset forked by the two zygotes (as the roles' uids, non-dumpable): per
-    # role 5 runs, the collecting zygote (judge) or the collection subject, and 6 resets (one
-    # after the collection subject, one after each variant); the judges by the collecting one
+    # every pair forked by the two zygotes (as the roles' uids, non-dumpable): per role 7 runs
+    # and the collecting zygote (judge) or the collection subject; the judges by the collecting
+    # one. Of the 8 resets a role (one after the collection subject, one after each variant)
+    # only the subject's after variants 4 and 6 had anything to remove: only those two ran
+    # (forked by the subject's lean zygote)
     err = "".join(log.stderr for log in result.logs)
-    assert "supervisor: forked by the zygotes: judge 12, subject 12" in err, err
-    assert "supervisor: judges forked after collecting once: 5" in err, err
+    assert "supervisor: forked by the zygotes: judge 8, subject 10" in err, err
+    assert "supervisor: judges forked after collecting once: 7" in err, err
+    assert "supervisor: resets forked by the lean zygotes: subject 2" in err, err
+    assert "supervisor: resets not needed (nothing of the uid left): judge 8, subject 6" in err
     assert "zygote not used" not in err, err
 
-    # what a variant costs: the marginal time of one more variant in the sandbox (5 variants
+    # what a variant costs: the marginal time of one more variant in the sandbox (7 variants
     # against 1), against a full Execute per mutant the old way (the mutant written into the
     # workspace), measured on 2 of them; printed for the report, not asserted (a shared machine)
     t0 = time.monotonic()
@@ -145,8 +176,9 @@ def test_variants_run_in_one_sandbox_and_each_is_judged_alone(
         assert _execute(executor_daemon, case).transport == ()
     alone_s = (time.monotonic() - t0) / 2
     (case.workspace / MODULE).write_bytes(disk)
-    print(f"\n5 variants in one sandbox: {batch_s:.2f} s, 1 variant: {single_s:.2f} s, "
-          f"marginal per variant: {(batch_s - single_s) / 4:.2f} s; "
+    n = len(variants)
+    print(f"\n{n} variants in one sandbox: {batch_s:.2f} s, 1 variant: {single_s:.2f} s, "
+          f"marginal per variant: {(batch_s - single_s) / (n - 1):.2f} s; "
           f"a full Execute per mutant: {alone_s:.2f} s")  # fmt: skip
 
 

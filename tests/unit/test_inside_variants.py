@@ -11,8 +11,10 @@ import importlib
 import json
 import linecache
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +111,9 @@ def supervisor_config(tmp_path: Path, tests: list[str], **over: Any) -> Path:
     return _inside_helpers.supervisor_config(tmp_path, tests, **{**ZYGOTES, **over})
 
 
-def _run(tmp_path: Path, sources: list[str]) -> tuple[int, list[dict[str, Any]], str]:
+def _run(
+    tmp_path: Path, sources: list[str], tests: tuple[str, ...] = ("tests/test_v.py",)
+) -> tuple[int, list[dict[str, Any]], str]:
     write_tree(tmp_path, {"src/pgshop/__init__.py": ON_DISK, "tests/test_v.py": TESTS})
     (tmp_path / "scratch").mkdir()
     blob = b"".join(s.encode() for s in sources)
@@ -121,7 +125,7 @@ def _run(tmp_path: Path, sources: list[str]) -> tuple[int, list[dict[str, Any]],
         offset += len(s.encode())
     cfg = supervisor_config(
         tmp_path,
-        ["tests/test_v.py"],
+        list(tests),
         variants_file=str(tmp_path / "variants.bin"),
         variants=index,
         reset_dirs=[str(tmp_path / "scratch")],
@@ -335,8 +339,11 @@ def test_the_reset_helper_removes_the_sysv_ipc_objects_of_its_uid() -> None:
             and libc.msgget(private, creat | 0o600) >= 0
         )
 
+    assert not reset.reset_needed([], _SYSV_UID, ipc=True)
     assert _as_uid(_SYSV_UID, make) == 0
     assert {t for t, _ in reset.ipc_objects(_SYSV_UID)} == {"shm", "sem", "msg"}
+    assert reset.reset_needed([], _SYSV_UID, ipc=True)  # the supervisor starts the helper
+    assert not reset.reset_needed([], _SYSV_UID, ipc=False)
 
     def clean() -> bool:
         reset.remove_ipc(os.geteuid())
@@ -344,6 +351,72 @@ def test_the_reset_helper_removes_the_sysv_ipc_objects_of_its_uid() -> None:
 
     assert _as_uid(_SYSV_UID, clean) == 0
     assert reset.ipc_objects(_SYSV_UID) == []
+    assert not reset.reset_needed([], _SYSV_UID, ipc=True)
+
+
+def test_a_reset_is_needed_unless_nothing_of_the_uid_can_be_there(tmp_path: Path) -> None:
+    """``reset_needed``: False only when every directory was read and holds no entry of the
+    uid (a link counts by its own owner, never followed); a directory that is not there holds
+    nothing; anything unreadable or not a directory counts as something to remove."""
+    reset = load("zygote")
+    me, other = os.geteuid(), _SYSV_UID
+    d = tmp_path / "d"
+    d.mkdir()
+    assert not reset.reset_needed([str(d), str(tmp_path / "missing")], me, ipc=False)
+    (d / "f").write_text("left")
+    assert reset.reset_needed([str(d)], me, ipc=False)
+    assert not reset.reset_needed([str(d)], other, ipc=False)  # another uid's entry stays
+    (d / "f").unlink()
+    (d / "link").symlink_to(tmp_path)  # the link is the uid's own entry, whatever it points at
+    assert reset.reset_needed([str(d)], me, ipc=False)
+    (d / "link").unlink()
+    (tmp_path / "file").write_text("not a directory")
+    assert reset.reset_needed([str(tmp_path / "file")], other, ipc=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a tmpfs and switch uids")
+def test_a_role_s_own_tmpfs_that_cannot_be_read_counts_as_empty_only_by_its_inodes() -> None:
+    """A role's own ``mode=0700`` tmpfs (its HOME) cannot be listed by the supervisor (uid 0
+    without ``CAP_DAC_*``, here another uid): it is proved empty by its inode count and its
+    size, else the helper runs; a 0700 directory that is not a filesystem of its own can never
+    be proved empty."""
+    reset = load("zygote")
+    base = Path(tempfile.mkdtemp(prefix="pg-reset-", dir="/tmp"))  # searchable by every uid
+    base.chmod(0o755)  # (pytest's own base is its uid's alone)
+    home = base / "home"
+    home.mkdir()
+    opts = f"size=1m,uid={_SYSV_UID},gid={_SYSV_UID},mode=0700"
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(home)],
+                      check=False, capture_output=True).returncode != 0:  # fmt: skip
+        shutil.rmtree(base)
+        pytest.skip("cannot mount a tmpfs here")
+    plain = base / "plain"
+    plain.mkdir(mode=0o700)
+    os.chown(plain, _SYSV_UID, _SYSV_UID)
+    try:
+
+        def needed(path: Path) -> Any:
+            return lambda: not reset.reset_needed([str(path)], _SYSV_UID, ipc=False)
+
+        def litter(name: str) -> Any:
+            def make() -> bool:
+                (home / name).write_text("left")
+                return True
+
+            return make
+
+        reader = _SYSV_UID + 1  # as the supervisor: not the owner, no capability
+        assert _as_uid(reader, needed(home)) == 0  # proved empty
+        assert _as_uid(reader, needed(plain)) == 1  # unreadable, not a tmpfs root: helper
+        assert _as_uid(_SYSV_UID, litter("f")) == 0
+        assert _as_uid(reader, needed(home)) == 1
+        (home / "f").unlink()
+        assert _as_uid(reader, needed(home)) == 0
+        os.mkdir(home / "sub")  # an empty subdirectory: still an entry
+        assert _as_uid(reader, needed(home)) == 1
+    finally:
+        if subprocess.run(["umount", str(home)], check=False).returncode == 0:
+            shutil.rmtree(base)
 
 
 KILLS_ITS_ZYGOTE = (
@@ -412,15 +485,35 @@ def _prices_each_starting_clean(tmp_path: Path, sources: list[str]) -> tuple[lis
 def test_the_resets_are_forked_by_a_lean_zygote_of_each_role(tmp_path: Path) -> None:
     """Between variants each role's reset helper is forked by a lean zygote of that role (the
     standard library alone: a fork costs what the forking process maps), not by the role's own
-    zygote; the reset is the same (each variant starts on an empty scratch directory)."""
+    zygote; the reset is the same (each variant starts on an empty scratch directory). A reset
+    with nothing to remove is not started at all."""
     prices, err = _prices_each_starting_clean(tmp_path, [MUTANT, ON_DISK, MUTANT])
     assert prices == ["fail", "pass", "fail"], err
-    # per role: 3 runs, the collecting zygote (judge) or the collection subject, 4 resets (one
-    # after the collection subject, one after each variant)
-    assert "supervisor: forked by the zygotes: judge 8, subject 8" in err, err
-    assert "supervisor: resets forked by the lean zygotes: judge 4, subject 4" in err, err
+    # 4 resets a role (one after the collection subject, one after each variant). Here both
+    # roles are the test's uid: each variant's subject litters the scratch directory, so both
+    # roles' resets run after each (forked by their lean zygotes); the collection subject
+    # littered nothing. Per role: 3 runs, the collecting zygote (judge) or the collection
+    # subject, and the resets that ran.
+    assert "supervisor: forked by the zygotes: judge 7, subject 7" in err, err
+    assert "supervisor: resets forked by the lean zygotes: judge 3, subject 3" in err, err
+    assert "supervisor: resets not needed (nothing of the uid left): judge 1, subject 1" in err, err
     assert "supervisor: judges forked after collecting once: 3" in err, err
     assert "zygote not used" not in err, err
+
+
+@pytest.mark.usefixtures("zygotes")
+def test_a_reset_with_nothing_to_remove_is_not_started(tmp_path: Path) -> None:
+    """Variants that leave nothing in the reset directories start no reset helper (fresh or
+    forked: the supervisor reads the directories itself); ``test_the_resets_are_forked_by_a_lean
+    _zygote_of_each_role`` is the batch whose subject litters."""
+    code, records, err = _run(tmp_path, [MUTANT, ON_DISK], ("tests/test_v.py::test_price",))
+    assert code == 0, err
+    got = _judged(records, 2)
+    assert (got[(1, "test_price")], got[(2, "test_price")]) == (("fail", "assertion"), ("pass", ""))
+    resets = 3 if ZYGOTES["zygotes"] else 2  # (after the collection subject, with zygotes)
+    assert f"resets not needed (nothing of the uid left): judge {resets}, subject {resets}" in err
+    assert "resets forked" not in err, err
+    assert os.listdir(tmp_path / "scratch") == []
 
 
 @pytest.mark.usefixtures("forked")
@@ -434,7 +527,7 @@ def test_a_subject_that_kills_its_resets_zygote_has_its_resets_forked_by_its_zyg
     assert prices == ["pass", "fail", "pass"], err
     assert "zygote not used: subject resets:" in err, err
     assert "zygote not used: subject:" not in err, err
-    assert "forked by the zygotes: judge 8, subject 8" in err, err  # the same number of forks
+    assert "forked by the zygotes: judge 7, subject 7" in err, err  # the same number of forks
 
 
 @pytest.mark.usefixtures("forked")
