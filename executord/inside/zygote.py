@@ -62,9 +62,12 @@ never read for a variant.
   ``resets_main``: the standard library alone, so its forks are cheap; it serves resets only),
   then the role's zygote.
 
-Each request is forked twice: the zygote's child forks the process and exits, so the process is
-re-parented to the supervisor (PID 1, or a child subreaper in unit tests), which reaps it and
-reads its exit status from the kernel, not from a process of the role's uid. The zygote sets
+Each request's process has the supervisor as its parent (PID 1, or a child subreaper in unit
+tests), which reaps it and reads its exit status from the kernel, not from a process of the
+role's uid: the zygote clones it with ``CLONE_PARENT`` (``_clone_parent``: one copy of the
+zygote's page tables, where the machine's syscall number is known and the runtime allows it),
+else forks twice (its child forks the process and exits, so the process is re-parented). The
+zygote sets
 itself non-dumpable (``PR_SET_DUMPABLE`` 0): a process of its uid can then neither trace it nor
 read its memory or its ``/proc`` fds; it can only kill it, and the supervisor then starts the
 rest of the batch's processes fresh. A zygote that cannot make itself safe or clean (not
@@ -225,7 +228,69 @@ def serve(
             return child
 
 
+#: ``clone`` with ``CLONE_PARENT``: the new process is the zygote's sibling, its parent the
+#: supervisor's, from the start. The syscall's number by machine (its first argument, the flags,
+#: is the same everywhere; the others are 0 as ``fork`` passes them).
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}
+_CLONE_PARENT = 0x00008000
+_SIGCHLD = 17
+
+
+def _clone_parent() -> int | None:
+    """``clone(CLONE_PARENT | SIGCHLD)`` made as ``os.fork`` makes ``fork`` (the interpreter's
+    own before/after hooks around it, the GIL held throughout): the child's pid in the zygote, 0
+    in the child; None, nothing having happened, where it cannot be made (another machine, a
+    runtime or filter that refuses it): the caller then forks twice."""
+    number = _SYS_CLONE.get(os.uname().machine)
+    if number is None or _CLONE_REFUSED:
+        return None
+    try:
+        api = ctypes.pythonapi
+        syscall = ctypes.PyDLL(None, use_errno=True).syscall  # PyDLL: the GIL stays held
+        syscall.restype = ctypes.c_long
+    except (OSError, AttributeError):
+        return None
+    args = [ctypes.c_long(a) for a in (number, _CLONE_PARENT | _SIGCHLD, 0, 0, 0, 0)]
+    api.PyOS_BeforeFork()
+    pid = int(syscall(*args))
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        _CLONE_REFUSED.append(ctypes.get_errno())
+        return None
+    return pid
+
+
+_CLONE_REFUSED: list[int] = []  # the errno of a refused clone: this zygote forks twice since
+
+
 def _fork(
+    sock: socket.socket, req: dict[str, Any], fds: list[int], run: _Run
+) -> Callable[[], Any] | None:
+    """One process for ``req``, whose parent is the supervisor (it reaps it and reads its exit
+    status from the kernel, not from a process of the role's uid): a clone with
+    ``CLONE_PARENT`` where it can be made, else a fork twice (the middle process exits, so the
+    process is re-parented). In that process returns what it runs; in the zygote sends its pid
+    and returns None."""
+    try:
+        pid = _clone_parent()
+    except OSError:
+        pid = None
+    if pid == 0:
+        os.setsid()
+        sock.close()
+        return run(req, fds)
+    if pid is not None:
+        for fd in fds:
+            os.close(fd)
+        _send(sock, {"pid": pid})
+        return None
+    return _fork_twice(sock, req, fds, run)
+
+
+def _fork_twice(
     sock: socket.socket, req: dict[str, Any], fds: list[int], run: _Run
 ) -> Callable[[], Any] | None:
     """Fork twice; in the grandchild return what it runs, in the zygote send its pid and None."""

@@ -419,6 +419,44 @@ def test_a_role_s_own_tmpfs_that_cannot_be_read_counts_as_empty_only_by_its_inod
             shutil.rmtree(base)
 
 
+_FORK_ONE = """
+import json, os, socket, sys
+sys.path.insert(0, {inside!r})
+import importlib.util as u
+spec = u.spec_from_file_location("_patchgate_zygote", {zygote!r})
+z = u.module_from_spec(spec); spec.loader.exec_module(z)
+if {refused!r}:
+    z._CLONE_REFUSED.append(1)
+ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+run = z._fork(theirs, {{}}, [], lambda req, fds: lambda: os._exit(7))
+if run is not None:  # the forked process
+    run()
+print(json.loads(ours.recv(4096))["pid"], os.getppid(), len(z._CLONE_REFUSED), flush=True)
+"""
+
+
+@pytest.mark.parametrize("refused", [False, True], ids=["clone", "forked-twice"])
+def test_a_zygote_s_process_is_the_child_of_the_zygote_s_parent(refused: bool) -> None:
+    """The process a zygote starts for a request has the zygote's parent (the supervisor) as its
+    own, so that one reaps it and reads its exit status from the kernel: a clone with
+    ``CLONE_PARENT`` where the kernel makes it, else two forks (re-parented to a subreaper)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER: the double fork's parent
+    try:
+        code = _FORK_ONE.format(inside=str(INSIDE), zygote=str(INSIDE / "zygote.py"),
+                                refused=refused)  # fmt: skip
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True, timeout=60).stdout.split()  # fmt: skip
+        pid, its_parent, refusals = int(out[0]), int(out[1]), int(out[2])
+        assert its_parent == os.getpid()
+        if not refused and os.uname().machine in ("x86_64", "aarch64"):
+            assert refusals == 0  # the clone was made, not the fallback
+        got, status = os.waitpid(pid, 0)  # ours to reap: no ChildProcessError
+        assert (got, os.waitstatus_to_exitcode(status)) == (pid, 7)
+    finally:
+        libc.prctl(36, 0, 0, 0, 0)
+
+
 KILLS_ITS_ZYGOTE = (
     ON_DISK
     + """
