@@ -26,7 +26,8 @@ between pairs (and after the last) the reset: both roles' processes killed, then
 and SysV tables itself, is certain that uid left nothing there (``zygote.py``'s
 ``reset_needed``). With ``zygotes`` each role's processes are forked
 from one zygote per role started before the first variant (``zygote.py``), and its resets from a
-lean zygote of the role (``zygote.py resets``, else the role's zygote): the kills between pairs
+lean zygote of the role (``zygote.py resets``, started at the role's first reset that is needed;
+else the role's zygote): the kills between pairs
 spare the zygotes, by pid; a zygote that fails is dropped and what it forked starts another way
 (the role's zygote, else fresh). When the judge's zygote started pytest's session, a collecting
 zygote is forked from it against a collection subject (``start_collecting``), the reset runs
@@ -286,6 +287,7 @@ class Supervisor:
     unfit: list[str] = field(default_factory=list)  # why a zygote was dropped (stderr)
     forks: dict[str, int] = field(default_factory=dict)  # role -> processes its zygote forked
     resets_skipped: dict[str, int] = field(default_factory=dict)  # role -> resets not needed
+    lean: dict[str, bool] = field(default_factory=dict)  # role -> its lean zygote was started
     configured: bool = False  # the judge's zygote configured pytest and started its session
 
     def emit(self, rec: dict[str, Any]) -> None:
@@ -430,10 +432,10 @@ class Supervisor:
         return ppid == str(os.getpid()) and bool(uid) and uid[0] == str(want)
 
     def start_zygotes(self) -> None:
-        """One zygote per role (``zygote.py``) and one lean zygote per role for its resets
-        (``zygote.py resets``), all started before any is waited for (the judge's imports
-        pytest and its plugins; the others are ready long before); a zygote that cannot start
-        is not there (its role's processes, or its resets, start another way)."""
+        """One zygote per role (``zygote.py``), both started before either is waited for (the
+        judge's imports pytest and its plugins); a zygote that cannot start is not there (its
+        role's processes start another way). A role's lean zygote for its resets starts when
+        its first reset is needed (``_start_lean``)."""
         if os.getpid() != 1:
             _subreaper()
         here = os.path.dirname(os.path.abspath(__file__))
@@ -452,11 +454,16 @@ class Supervisor:
                 env["PATCHGATE_ZYGOTE_FILE"] = os.path.join(here, "zygote.py")
                 argv = [argv[0], "-c", zygote_mod.BOOT]
             starting += self._spawn_zygote(role, role, argv, env)
-        lean = [sys.executable, "-I", "-S", os.path.join(here, "zygote.py"), "resets"]
-        for role in ("subject", "judge"):
-            starting += self._spawn_zygote(
-                role + _RESETS, role, lean, {zygote_mod.PRODUCTION_ENV: production}
-            )
+        self.lean = {r: False for r in ("subject", "judge")}  # each may start its lean zygote
+        for key, got in self._await_ready(starting):
+            self.configured = self.configured or (key == "judge" and got.get("configured") is True)
+        if self.configured and "subject" in self.zygotes:
+            self.start_collecting()
+
+    def _await_ready(self, starting: list[tuple[str, _Zygote]]) -> list[tuple[str, dict[str, Any]]]:
+        """Each zygote started that says it is ready, kept (with what it said); the others
+        closed and noted."""
+        ready = []
         for key, z in starting:
             try:
                 got = z.answer(_ZYGOTE_S)
@@ -467,9 +474,28 @@ class Supervisor:
                 self.unfit.append(f"{key}: {exc}")
                 continue
             self.zygotes[key] = z
-            self.configured = self.configured or (key == "judge" and got.get("configured") is True)
-        if self.configured and "subject" in self.zygotes:
-            self.start_collecting()
+            ready.append((key, got))
+        return ready
+
+    def _start_lean(self, roles: list[str]) -> None:
+        """The lean zygote (``zygote.py resets``: the standard library alone, so its forks are
+        cheap) of each of ``roles`` whose first reset is needed now, all started before any is
+        waited for; each role's is started once at most (one that dies or is unfit is not
+        started again: the role's zygote forks its resets then). Started at the first need, not
+        with the zygotes: most variants leave nothing to remove, and two interpreters started
+        beside the judge's zygote slowed its start."""
+        fresh = [r for r in roles if self.lean.get(r) is False]
+        if not fresh:
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        argv = [sys.executable, "-I", "-S", os.path.join(here, "zygote.py"), "resets"]
+        production = json.dumps([str(p) for p in self.cfg.get("production", [])])
+        starting: list[tuple[str, _Zygote]] = []
+        for role in fresh:
+            self.lean[role] = True
+            env = {_zygote().PRODUCTION_ENV: production}
+            starting += self._spawn_zygote(role + _RESETS, role, argv, env)
+        self._await_ready(starting)
 
     def _spawn_zygote(
         self, key: str, role: str, argv: list[str], env: dict[str, str]
@@ -517,6 +543,9 @@ class Supervisor:
                              if k.endswith(_RESETS))  # fmt: skip
             if lean:
                 print(f"supervisor: resets forked by the lean zygotes: {lean}", file=sys.stderr)
+        started = [r for r, yes in sorted(self.lean.items()) if yes]
+        if started:
+            print(f"supervisor: lean zygotes started for: {', '.join(started)}", file=sys.stderr)
         if self.resets_skipped:
             done = ", ".join(f"{r} {n}" for r, n in sorted(self.resets_skipped.items()))
             print(f"supervisor: resets not needed (nothing of the uid left): {done}",
@@ -729,6 +758,7 @@ class Supervisor:
         # both roles read before either helper starts (one uid's helper removing while the
         # other's entries are read would make the answer depend on the timing)
         needed = [self._reset_needed(self.reset_args(r), r, switch=switch) for r in roles]
+        self._start_lean([n for n, need in zip(("subject", "judge"), needed, strict=True) if need])
         for name, r, need in zip(("subject", "judge"), roles, needed, strict=True):
             if not need:
                 self.resets_skipped[name] = self.resets_skipped.get(name, 0) + 1
