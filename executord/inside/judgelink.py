@@ -60,6 +60,7 @@ class Client:
         self._answered = 0  # the last call id whose answer was read
         self._env0 = dict(os.environ)  # the judge's environment at start: changes are mirrored
         self._env: dict[str, Any] | None = None
+        self._raw: dict[Any, Any] | None = None  # os.environ's own mapping when _env was taken
         self._cwd = ""
         self.exc_classes: dict[tuple[str, str], type[BaseException]] = {}
         self.enums: dict[tuple[str, str, str], proxies.Record] = {}
@@ -117,13 +118,16 @@ class Client:
 
     def _ctx(self) -> dict[str, Any]:
         ctx: dict[str, Any] = {}
-        now = dict(os.environ)
-        env = {
-            "set": {k: v for k, v in now.items() if self._env0.get(k) != v},
-            "unset": sorted(k for k in self._env0 if k not in now),
-        }
-        if env != self._env:
-            ctx["env"], self._env = env, env
+        raw = getattr(os.environ, "_data", None)  # its encoded mapping: compared without decoding
+        if raw is None or raw != self._raw:
+            now = dict(os.environ)
+            env = {
+                "set": {k: v for k, v in now.items() if self._env0.get(k) != v},
+                "unset": sorted(k for k in self._env0 if k not in now),
+            }
+            self._raw = dict(raw) if isinstance(raw, dict) else None
+            if env != self._env:
+                ctx["env"], self._env = env, env
         with contextlib.suppress(OSError):
             cwd = os.getcwd()
             if cwd != self._cwd:

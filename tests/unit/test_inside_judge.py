@@ -398,6 +398,9 @@ def test_output_logs_and_warnings_are_replayed(
 def test_environment_is_mirrored(bill: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PG_JUDGE_PROBE", "on")
     assert bill.env("PG_JUDGE_PROBE") == "on"
+    assert bill.env("PG_JUDGE_PROBE") == "on"  # nothing changed since: nothing sent again
+    monkeypatch.setenv("PG_JUDGE_PROBE", "off")  # the same key, another value
+    assert bill.env("PG_JUDGE_PROBE") == "off"
     monkeypatch.delenv("PG_JUDGE_PROBE")
     assert bill.env("PG_JUDGE_PROBE") is None
     monkeypatch.setenv("HOME", os.environ.get("HOME", "/"))  # unchanged: not mirrored
