@@ -326,6 +326,19 @@ def test_changed_lines_agree_with_ast_line_numbers() -> None:
     assert {m.line for m in ms.mutants} == {2, 3} == lines
 
 
+def test_a_mutant_whose_tree_is_the_patched_file_s_is_dropped() -> None:
+    """``1e300 + 1 == 1e300``: both constant mutants of it parse to the patched file's own tree
+    and are not made, for a function (its definition compared alone) and for the module's
+    top-level code (the whole tree compared); the other operators' mutants are."""
+    src = b"import os\n\ndef f(x):\n    return x + 1e300\n\nLIMIT = 1e300\n"
+    in_f = make_mutants(src, "f", changed_lines=range(3, 5), cap=100)
+    assert sorted(m.operator for m in in_f.mutants) == ["arith", "pass", "return-none"]
+    assert (in_f.sites, in_f.skipped) == (5, 2)  # the two constants skipped
+    top = make_mutants(src, None, changed_lines=range(6, 7), cap=100)
+    assert [m.operator for m in top.mutants] == ["pass"]
+    assert (top.sites, top.skipped) == (3, 2)
+
+
 # the property
 
 
