@@ -8,6 +8,8 @@ one is closed at once and noted as a problem. Lines, records and bytes are cappe
 connection is closed (the reporter's next send fails, the run goes on) and the problem makes the
 run's properties ``error``. The reader never blocks: non-blocking sockets under a short ``select``,
 and ``finish`` waits a bounded grace for the end of the stream after the container has ended.
+``finish`` and ``close`` wake that ``select`` through a pipe of the channel's own, so a run's end
+is seen at once, not at the end of the reader's slice.
 
 The socket is bound through ``/proc/self/fd/<dir fd>/report.sock``, so a long state directory
 never runs into the 108-byte limit of unix socket paths.
@@ -104,6 +106,10 @@ class ReportChannel:
         self._connected = False
         self._buf = bytearray()
         self._total = 0
+        # finish/close wake the reader's select at once (it otherwise saw them at the end of
+        # its slice: ~25 ms of every run's end, on average, spent waiting)
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
         self._thread = threading.Thread(target=self._serve, name="report-channel", daemon=True)
         self._thread.start()
 
@@ -117,8 +123,16 @@ class ReportChannel:
     def _serve(self) -> None:
         try:
             while not self._stop.is_set():
-                watched = [self._listener] + ([self._conn] if self._conn is not None else [])
+                watched: list[int | socket.socket] = [self._wake_r, self._listener]
+                if self._conn is not None:
+                    watched.append(self._conn)
                 ready, _, _ = select.select(watched, [], [], _SLICE_S)
+                if self._wake_r in ready:
+                    with contextlib.suppress(OSError):
+                        os.read(self._wake_r, 64)
+                    ready.remove(self._wake_r)
+                    if self._stop.is_set():
+                        break
                 if not ready and self._conn is None and self._finishing.is_set():
                     break  # nothing pending and nothing open: all that was sent has been read
                 if self._listener in ready:
@@ -186,6 +200,7 @@ class ReportChannel:
     def finish(self, grace_s: float) -> RecordLog:
         """After the container ended: wait up to ``grace_s`` for the stream's end, then stop."""
         self._finishing.set()
+        self._wake()
         if not self._ended.wait(grace_s):
             self.log.problem("the report stream did not end with the test process")
         self.close()
@@ -193,10 +208,20 @@ class ReportChannel:
             self.log.problem("the report channel did not stop")
         return self.log
 
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
     def close(self) -> None:
         self._stop.set()
+        self._wake()
         if self._thread is not threading.current_thread():
             deadline = time.monotonic() + 2.0
             self._thread.join(max(0.0, deadline - time.monotonic()))
         with contextlib.suppress(OSError):
             self._listener.close()
+        if not self._thread.is_alive():  # (a reader still in select keeps its pipe)
+            for fd in (self._wake_r, self._wake_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._wake_r = self._wake_w = -1

@@ -363,6 +363,34 @@ def test_a_channel_with_variants_has_caps_scaled_to_them(tmp_path: Path) -> None
         many.close()
 
 
+def test_a_channel_s_end_wakes_its_reader_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``finish`` and ``close`` wake the reader's ``select`` themselves: with a slice of an hour
+    the reader still ends, its records read, as soon as the writer's stream ended and the run
+    finished (before, the reader saw the end only when its slice ran out)."""
+    import socket  # noqa: PLC0415
+
+    from executord.runs import channel as chan  # noqa: PLC0415
+
+    monkeypatch.setattr(chan, "_SLICE_S", 3600.0)
+    (tmp_path / "a").mkdir()
+    ch = ReportChannel(tmp_path / "a", "n0nce")
+    writer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    writer.connect(str(tmp_path / "a" / chan.SOCKET_NAME))
+    start = {"v": 1, "nonce": "n0nce", "seq": 0, "kind": "start", "plugin": "p"}
+    writer.sendall(json.dumps(start).encode() + b"\n")
+    writer.close()
+    log = ch.finish(60.0)  # waits on events only: the stream's end, then the reader's
+    assert not ch._thread.is_alive()
+    assert (log.started, log.plugin, log.count, log.problems) == (True, "p", 1, [])
+    ch.close()  # again: nothing left to release, nothing raised
+    (tmp_path / "b").mkdir()
+    idle = ReportChannel(tmp_path / "b", "n0nce")  # no writer at all: close alone wakes it
+    idle.close()
+    assert not idle._thread.is_alive()
+
+
 # -- the client's side -----------------------------------------------------------------------------
 
 
