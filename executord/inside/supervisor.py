@@ -757,13 +757,16 @@ class Supervisor:
         started = []
         # both roles read before either helper starts (one uid's helper removing while the
         # other's entries are read would make the answer depend on the timing)
-        needed = [self._reset_needed(self.reset_args(r), r, switch=switch) for r in roles]
+        argsets = [self.reset_args(r) for r in roles]
+        needed = [
+            self._reset_needed(a, r, switch=switch) for a, r in zip(argsets, roles, strict=True)
+        ]
         self._start_lean([n for n, need in zip(("subject", "judge"), needed, strict=True) if need])
-        for name, r, need in zip(("subject", "judge"), roles, needed, strict=True):
+        for name, r, args, need in zip(("subject", "judge"), roles, argsets, needed, strict=True):
             if not need:
                 self.resets_skipped[name] = self.resets_skipped.get(name, 0) + 1
                 continue
-            args = self.reset_args(r)  # both lean zygotes' helpers at once, then waited for
+            # both lean zygotes' helpers at once, then waited for
             lean = args and name + _RESETS in self.zygotes
             got = self._reset_fork(name + _RESETS, args) if lean else None
             if got is not None:
@@ -781,8 +784,8 @@ class Supervisor:
     def _reset_needed(self, args: list[str], role: dict[str, Any], *, switch: bool) -> bool:
         """Whether the role's reset helper could have anything to remove (``zygote.py``'s
         ``reset_needed``, read here as uid 0 after the role's processes were killed): when
-        certainly not, it is not started. A zygote's fork is ~5 ms of two processes' page
-        tables a role; most variants leave nothing behind."""
+        certainly not, it is not started (forking and waiting for it cost ~4 ms a role, and
+        most variants leave nothing behind)."""
         if not args:
             return False
         uid = int(role["uid"]) if switch else os.geteuid()

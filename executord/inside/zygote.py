@@ -274,10 +274,7 @@ def _fork(
     ``CLONE_PARENT`` where it can be made, else a fork twice (the middle process exits, so the
     process is re-parented). In that process returns what it runs; in the zygote sends its pid
     and returns None."""
-    try:
-        pid = _clone_parent()
-    except OSError:
-        pid = None
+    pid = _clone_parent()
     if pid == 0:
         os.setsid()
         sock.close()
@@ -1065,19 +1062,33 @@ def remove_owned(dirpath: str, uid: int) -> None:
 
 
 def ipc_objects(uid: int) -> list[tuple[str, int]]:
-    """(table, id) of every SysV IPC object ``uid`` owns or created."""
+    """(table, id) of every SysV IPC object ``uid`` owns or created (a table that cannot be
+    opened, or a row that does not parse, is passed over)."""
+    return _ipc_scan(uid, strict=False) or []
+
+
+def _ipc_scan(uid: int, *, strict: bool) -> list[tuple[str, int]] | None:
+    """``ipc_objects``; with ``strict``, None as soon as a table cannot be read or a row parsed
+    (nothing is then known)."""
     found = []
     for table, (col_id, col_uid, col_cuid) in _TABLES.items():
         try:
             with open(f"/proc/sysvipc/{table}", encoding="ascii") as fh:
                 lines = fh.read().splitlines()[1:]
-        except OSError:
+        except (OSError, ValueError) as exc:
+            if strict:
+                return None
+            if not isinstance(exc, OSError):
+                raise
             continue
         for line in lines:
             cols = line.split()
-            with contextlib.suppress(IndexError, ValueError):
+            try:
                 if uid in (int(cols[col_uid]), int(cols[col_cuid])):
                     found.append((table, int(cols[col_id])))
+            except (IndexError, ValueError):
+                if strict:
+                    return None
     return found
 
 
@@ -1134,7 +1145,7 @@ def reset_needed(dirs: list[str], uid: int, *, ipc: bool) -> bool:
                 return True
         except OSError:
             return True
-    return ipc and _ipc_unknown_or_owned(uid)
+    return ipc and _ipc_scan(uid, strict=True) != []
 
 
 def _empty_tmpfs(path: str) -> bool:
@@ -1154,24 +1165,6 @@ def _empty_tmpfs(path: str) -> bool:
         and fs.f_files > 0
         and fs.f_files - fs.f_ffree == _EMPTY_TMPFS_INODES
     )
-
-
-def _ipc_unknown_or_owned(uid: int) -> bool:
-    """True unless every SysV table was read and none holds an object of ``uid``."""
-    for table, (_col_id, col_uid, col_cuid) in _TABLES.items():
-        try:
-            with open(f"/proc/sysvipc/{table}", encoding="ascii") as fh:
-                lines = fh.read().splitlines()[1:]
-        except (OSError, ValueError):
-            return True
-        for line in lines:
-            cols = line.split()
-            try:
-                if uid in (int(cols[col_uid]), int(cols[col_cuid])):
-                    return True
-            except (IndexError, ValueError):
-                return True
-    return False
 
 
 def reset_main(argv: list[str]) -> int:
