@@ -59,6 +59,8 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = ["Supervisor", "main"]
 
+_ZYGOTE_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
+
 
 def _load(stem: str) -> ModuleType:
     name = f"_patchgate_{stem}"
@@ -438,20 +440,18 @@ class Supervisor:
         its first reset is needed (``_start_lean``)."""
         if os.getpid() != 1:
             _subreaper()
-        here = os.path.dirname(os.path.abspath(__file__))
-        production = json.dumps([str(p) for p in self.cfg.get("production", [])])
         zygote_mod = _zygote()
         starting: list[tuple[str, _Zygote]] = []
         for role in ("subject", "judge"):
             argv = list(self.cfg[role]["argv"])
-            env = {zygote_mod.PRODUCTION_ENV: production}
+            env = self._production_env()
             if role == "judge":
                 if argv[1:3] != ["-m", "pytest"]:
                     self.unfit.append("judge: its argv is not PY -m pytest ARGS")
                     continue
                 env[zygote_mod.ARGS_ENV] = json.dumps(argv[3:])
                 env[zygote_mod.RESET_ENV] = json.dumps(self.reset_args(self.cfg[role]))
-                env["PATCHGATE_ZYGOTE_FILE"] = os.path.join(here, "zygote.py")
+                env["PATCHGATE_ZYGOTE_FILE"] = _ZYGOTE_PY
                 argv = [argv[0], "-c", zygote_mod.BOOT]
             starting += self._spawn_zygote(role, role, argv, env)
         self.lean = {r: False for r in ("subject", "judge")}  # each may start its lean zygote
@@ -487,15 +487,18 @@ class Supervisor:
         fresh = [r for r in roles if self.lean.get(r) is False]
         if not fresh:
             return
-        here = os.path.dirname(os.path.abspath(__file__))
-        argv = [sys.executable, "-I", "-S", os.path.join(here, "zygote.py"), "resets"]
-        production = json.dumps([str(p) for p in self.cfg.get("production", [])])
+        argv = [sys.executable, "-I", "-S", _ZYGOTE_PY, "resets"]
         starting: list[tuple[str, _Zygote]] = []
         for role in fresh:
             self.lean[role] = True
-            env = {_zygote().PRODUCTION_ENV: production}
-            starting += self._spawn_zygote(role + _RESETS, role, argv, env)
+            starting += self._spawn_zygote(role + _RESETS, role, argv, self._production_env())
         self._await_ready(starting)
+
+    def _production_env(self) -> dict[str, str]:
+        """A zygote's environment of its own: the production top-level names (JSON), which it
+        checks it never imported."""
+        production = [str(p) for p in self.cfg.get("production", [])]
+        return {_zygote().PRODUCTION_ENV: json.dumps(production)}
 
     def _spawn_zygote(
         self, key: str, role: str, argv: list[str], env: dict[str, str]
@@ -808,8 +811,7 @@ class Supervisor:
             return []
         if name + _RESETS in self.zygotes or name in self.zygotes:
             return self._zygote_reset(name, args, role if switch else None)
-        helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
-        argv = [sys.executable, "-I", "-S", helper, "reset", *args]  # stdlib only
+        argv = [sys.executable, "-I", "-S", _ZYGOTE_PY, "reset", *args]  # stdlib only
         ids: dict[str, Any] = {}
         if switch:
             ids = {"user": role["uid"], "group": role["gid"],
