@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs patchgate and its development tools into .venv (created if absent). Idempotent.
+# Installs patchgate and its development tools into .venv (created if absent) from the hashed lock
+# requirements/dev.txt. Idempotent.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -8,7 +9,13 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($py --version)" >&2
   "$py" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+# Every package from the lock, exact versions, every file checked against its hash: the same
+# environment on every fresh machine, whatever the index serves as newest (scripts/lock.sh refreshes
+# the lock). Then patchgate itself, editable, built by the locked setuptools with nothing fetched.
+pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
+"${pip[@]}" --require-hashes -r requirements/dev.txt
+"${pip[@]}" --no-deps --no-build-isolation -e .
+.venv/bin/python -m pip check >/dev/null || { .venv/bin/python -m pip check >&2; exit 1; }
 # An editable install leaves the project's own modules uncompiled, and with PYTHONDONTWRITEBYTECODE
 # set (CI images often set it) every command would compile them again at each start: about 30 ms
 # of a short command such as `patchgate digest`. Compile them once, as a wheel install would.
