@@ -49,7 +49,12 @@ fi
 echo "build-images: building the project wheel and its dependencies' wheels" >&2
 rm -rf build/wheels
 log=$(mktemp /tmp/patchgate-wheels.XXXXXX.log)
-"${PYTHON:-$here/.venv/bin/python}" -m pip wheel -q -w build/wheels . pytest >"$log" 2>&1 \
+# The dependencies are the runtime lock's exact, hash-checked versions (the ones the tests ran with),
+# and the lock goes into the image beside them so the image installs exactly those.
+py=${PYTHON:-$here/.venv/bin/python}
+{ "$py" -m pip wheel -q --require-hashes -w build/wheels -r requirements/runtime.txt \
+  && "$py" -m pip wheel -q --no-deps --no-build-isolation -w build/wheels . \
+  && cp requirements/runtime.txt build/wheels/runtime.txt; } >"$log" 2>&1 \
   || { cat "$log" >&2; rm -f "$log"; echo "build-images: pip wheel failed" >&2; exit 1; }
 rm -f "$log"
 old=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
