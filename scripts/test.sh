@@ -60,8 +60,13 @@ stop_docker() {  # once: before the summary, or from the trap when the run is cu
 }
 trap stop_docker EXIT
 
+# Stop only an engine this run started: one that already answered (started by hand, by another
+# run, or by an earlier docker.sh start whose pid file is still there) is left running.
+docker_pidfile=${PATCHGATE_DOCKER_STATE:-/tmp/patchgate-docker}/dockerd.pid
+had_pidfile=0
+[ -f "$docker_pidfile" ] && had_pidfile=1
 if scripts/docker.sh start; then
-  docker_started=1
+  [ "$had_pidfile" -eq 0 ] && [ -f "$docker_pidfile" ] && docker_started=1
   step integration .venv/bin/pytest tests/integration
 else
   failed+=("docker-engine")
