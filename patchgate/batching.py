@@ -25,6 +25,7 @@ __all__ = [
     "Group",
     "group_properties",
     "node_arguments",
+    "positionals",
     "run_order",
     "split_command",
     "variant_members",
@@ -40,6 +41,12 @@ VALUE_OPTIONS = frozenset({  # pytest options whose value is the next word
 def _start(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> int:
     prefixes = [a for a in allowed if len(a) <= len(argv) and tuple(argv[: len(a)]) == tuple(a)]
     return max((len(a) for a in prefixes), default=len(argv))
+
+
+def positionals(argv: Sequence[str]) -> list[str]:
+    """The words of ``argv`` that are neither options nor an option's value, as pytest parses
+    them (``-W ignore::SomeWarning``: the filter is ``-W``'s value, not a node id)."""
+    return [argv[i] for i in _node_positions(argv, 0)]
 
 
 def _node_positions(argv: Sequence[str], start: int) -> list[int]:

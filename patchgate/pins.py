@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from patchgate.batching import positionals
 from patchgate.digest import SHA256_HEX, FileEntry, Manifest, validate_path
 from patchgate.environment import EnvironmentConfig, parse_environment, parse_lock
 from patchgate.errors import PatchgateError, PinError, PinErrors, UnsafePathError
@@ -246,8 +247,9 @@ def command_allowed(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> bo
 
 
 def node_id_of(command: Sequence[str]) -> str | None:
-    """The pytest node id argument of ``command`` (the first one containing ``::``), else None."""
-    return next((arg for arg in command if "::" in arg and not arg.startswith("-")), None)
+    """The pytest node id argument of ``command`` (the first word containing ``::`` that is
+    neither an option nor an option's value, as pytest parses it), else None."""
+    return next((arg for arg in positionals(command) if "::" in arg), None)
 
 
 def _node_id(command: Sequence[str], where: str, fieldname: str) -> None:

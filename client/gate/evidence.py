@@ -22,6 +22,7 @@ from pathlib import Path
 
 from client.analysis.patch.symbols import definitions
 from client.gate.runs.targets import SymbolSite
+from patchgate.batching import positionals
 from patchgate.evidence import Location, SandboxLog
 from patchgate.pins import PropertyPin
 
@@ -54,8 +55,8 @@ def symbol_locations(sites: Mapping[str, SymbolSite]) -> dict[str, Location]:
 
 
 def _node_ids(prop: PropertyPin) -> Iterator[tuple[str, list[str]]]:
-    for word in prop.command:
-        if "::" in word and not word.startswith("-"):
+    for word in positionals(prop.command):
+        if "::" in word:
             path, *names = word.split("::")
             yield path.removeprefix("./"), [n.split("[", 1)[0] for n in names]
 

@@ -168,11 +168,25 @@ def test_parametrized_node_id_finds_the_function(tmp_path: Path) -> None:
     [
         ([*PYTEST, "properties/t.py::test_a"], "properties/t.py::test_a"),
         ([*PYTEST, "properties/t.py"], None),
-        (["pytest", "-k", "a::b", "t.py::C::test_m"], "a::b"),
+        (["pytest", "-k", "a::b", "t.py::C::test_m"], "t.py::C::test_m"),
+        ([*PYTEST, "-W", "ignore::SomeWarning", "t.py::test_a"], "t.py::test_a"),
+        ([*PYTEST, "-o", "filterwarnings=ignore::X", "t.py::test_a"], "t.py::test_a"),
+        ([*PYTEST, "-W", "ignore::SomeWarning"], None),
     ],
 )
 def test_node_id_of(command: list[str], node: str | None) -> None:
+    """The node id is a positional word as pytest parses argv: an option's value never is one."""
     assert node_id_of(command) == node
+
+
+def test_a_warning_filter_in_the_command_is_not_read_as_the_test(tmp_path: Path) -> None:
+    """Real libraries, second round: ``-W ignore::SomeWarning`` (pytest's two-word form) left the
+    property's assertions 'not visible'; the test after it is the one classified."""
+    (tmp_path / "t.py").write_text("def test_a(x):\n    assert f(x) > 0\n")
+    report = classify_property(
+        tmp_path, "p", [*PYTEST, "-W", "ignore::SomeWarning", "t.py::test_a"]
+    )
+    assert report.assertion_class == "property"
 
 
 # -- tautologies -------------------------------------------------------------------------------
