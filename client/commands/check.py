@@ -390,7 +390,7 @@ def settings_from_args(
     # exactly the commit whose pins were validated here.
     base = resolve_rev(repo, args.base)
     config = base_config(repo, base).config
-    attributes = base_attribute_problems(repo, base)
+    attributes = base_attribute_problems(repo, base, config)
     if attributes:  # the tree scored would not be the tree merged
         raise ConfigError(attributes)
     inputs = _inputs(args, conf)

@@ -14,19 +14,23 @@ Two refusals:
   (only it says ``160000``); the tree is the check that nothing the header parser missed left a
   trace. Either one refuses.
 * **in the base** (:func:`base_attribute_problems`): a base whose ``.gitattributes`` (read from
-  the commit's objects, never from an extracted tree) give a file of the base a byte-changing
-  attribute is a configuration error (exit 78) naming the file and the attribute:
+  the commit's objects, never from an extracted tree) give a **scored** file of the base a
+  byte-changing attribute is a configuration error (exit 78) naming the file and the attribute:
   ``export-subst``, ``export-ignore``, ``ident``, ``filter``, ``working-tree-encoding``,
   ``eol=crlf`` (``text eol=crlf`` included). Plain ``text``, ``text=auto``, ``eol=lf``,
   ``-text``/``binary`` and ``diff``/``merge`` attributes change nothing on Linux and are fine.
-  Macros (``[attr]name ...`` of the root file, and the built-in ``binary``) are expanded.
+  Macros (``[attr]name ...`` of the root file, and the built-in ``binary``) are expanded. A file
+  is scored (:func:`scored`) when Python may load it or the gate reads its bytes: a ``.py``,
+  ``.pyi`` or ``.pth`` anywhere, any file inside a regular package of a source root (package
+  data), anything under the fixture root, the pins or an oracle path, the harness configuration
+  files and the environment lock. A changelog's ``eol=crlf`` or a ``*.bat`` file's is not.
 """
 
 from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,14 +38,17 @@ from client.analysis.patch.diffparse import gitlinks
 from client.analysis.patch.treediff import PathChange, new_empty_dirs
 from patchgate import git
 from patchgate.errors import PatchgateError
+from patchgate.pins import ProjectConfig
 
 __all__ = [
     "GIT_METADATA",
     "AttributeLine",
+    "attribute_problems",
     "base_attribute_problems",
     "byte_changing",
     "parse_attributes",
     "patch_git_metadata",
+    "scored",
 ]
 
 GIT_METADATA = frozenset({".gitattributes", ".gitmodules"})
@@ -179,9 +186,56 @@ def _tree_files(repo: Path, commit: str) -> list[str]:
     return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
-def base_attribute_problems(repo: Path, commit: str) -> tuple[str, ...]:
-    """One line per file of ``commit`` whose attributes change its checkout or export bytes."""
-    files = _tree_files(repo, commit)
+_PYTHON_SUFFIXES = (".py", ".pyi", ".pth")
+_HARNESS_FILES = frozenset(
+    {"pyproject.toml", "setup.cfg", "tox.ini", "pytest.ini", "patchgate.toml", "conftest.py"}
+)
+
+
+def _under(path: str, directory: str) -> bool:
+    directory = directory.strip("/")
+    return not directory or path == directory or path.startswith(directory + "/")
+
+
+def scored(files: Sequence[str], config: ProjectConfig) -> frozenset[str]:
+    """The files of a tree whose bytes the gate scores or materializes, or Python may load (the
+    module docstring says which); every other file's attributes cannot change a verdict."""
+    roots = config.roots(has_src=any(f.startswith("src/") for f in files))
+    packages = {f.rpartition("/")[0] for f in files if f.endswith("/__init__.py")}
+    fixed = [config.fixture_root, config.pins_dir, *config.oracle_paths]
+    lock = config.environment.requirements if config.environment else None
+    out = set()
+    for path in files:
+        parent = path.rpartition("/")[0]
+        in_package = any(
+            parent == pkg or parent.startswith(pkg + "/") for pkg in packages if pkg
+        ) and any(_under(path, root) for root in roots)
+        if (
+            path.endswith(_PYTHON_SUFFIXES)
+            or path.rsplit("/", 1)[-1] in _HARNESS_FILES
+            or path == lock
+            or in_package
+            or any(_under(path, d) for d in fixed if d)
+        ):
+            out.add(path)
+    return frozenset(out)
+
+
+def base_attribute_problems(repo: Path, commit: str, config: ProjectConfig) -> tuple[str, ...]:
+    """One line per scored file of ``commit`` whose attributes change its checkout or export
+    bytes (``config``: the base's own configuration, which says what is scored)."""
+
+    def blob(path: str) -> bytes | None:
+        proc = _git(repo, "cat-file", "blob", f"{commit}:{path}")
+        return proc.stdout if proc.returncode == 0 else None
+
+    return attribute_problems(_tree_files(repo, commit), blob, config)
+
+
+def attribute_problems(
+    files: Sequence[str], read: Callable[[str], bytes | None], config: ProjectConfig
+) -> tuple[str, ...]:
+    """The problems of a tree given its file list and a reader of its ``.gitattributes`` files."""
     attr_files = sorted(
         (p for p in files if p.rsplit("/", 1)[-1] == ".gitattributes"),
         key=lambda p: (p.count("/"), p),
@@ -191,15 +245,15 @@ def base_attribute_problems(repo: Path, commit: str) -> tuple[str, ...]:
     macros: dict[str, Sequence[tuple[str, State]]] = dict(_BUILTIN_MACROS)
     rules: list[tuple[re.Pattern[str], AttributeLine]] = []
     for path in attr_files:
-        proc = _git(repo, "cat-file", "blob", f"{commit}:{path}")
-        if proc.returncode != 0 or len(proc.stdout) > _MAX_ATTR_BYTES:
-            return (f"{path}: cannot read it from the base commit (or larger than 1 MiB)",)
+        raw = read(path)
+        if raw is None or len(raw) > _MAX_ATTR_BYTES:
+            return (f"{path}: cannot read it (or larger than 1 MiB)",)
         directory = path.rpartition("/")[0]
-        text = proc.stdout.decode("utf-8", "replace")
+        text = raw.decode("utf-8", "replace")
         for line in parse_attributes(text, path, macros if not directory else dict(macros)):
             rules.append((_regex(line.pattern, directory), line))
     problems: list[str] = []
-    for path in files:
+    for path in sorted(scored(files, config)):
         final: dict[str, tuple[State, AttributeLine]] = {}
         for regex, line in rules:
             if regex.fullmatch(path):

@@ -15,6 +15,8 @@ Each pin file is checked three ways, and every problem is one line ``FILE: FIELD
 5. every pinned fixture file against the same tree: absent, unsafe or with other bytes is a
    problem (``pin check --rev HEAD`` of a pin that holds a gitignored file fails); in a revision,
    a file of the fixture root the pin does not list is one too. Each would be ``R2`` there.
+6. the tree's ``.gitattributes``: a byte-changing attribute on a file the gate scores, which
+   ``check`` refuses (:mod:`client.gate.attributes`).
 
 ``properties.json`` and ``fixtures.json`` are required, ``flakes.json`` is optional. An invalid
 ``[tool.patchgate]`` stops the check (it says where the pins are): that one problem is returned.
@@ -32,8 +34,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from client.analysis.classify.assertions import classify_properties
+from client.gate.attributes import attribute_problems
 from client.pinning.names import SymbolNames, tree_symbols
-from client.pinning.tree import RevTree, SourceTree
+from client.pinning.tree import RevTree, SourceTree, tree_files
 from patchgate.digest import hash_files, scan_fixture_tree
 from patchgate.errors import FixtureScanError, PinError, PinErrors
 from patchgate.pins import (
@@ -297,6 +300,19 @@ def fixture_problems(
     return problems
 
 
+def attributes_problems(root: Path, config: ProjectConfig) -> tuple[str, ...]:
+    """What ``check`` would refuse of this tree's ``.gitattributes`` (exit 78): a byte-changing
+    attribute on a scored file (:mod:`client.gate.attributes`), said before any check runs."""
+
+    def read(path: str) -> bytes | None:
+        try:
+            return (root / path).read_bytes()
+        except OSError:
+            return None
+
+    return attribute_problems(tree_files(root), read, config)
+
+
 def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinReport:
     """Check the pins of ``tree`` (``symbols``: its names, computed when not given)."""
     source = tree.pins
@@ -332,6 +348,7 @@ def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinRepor
     props_obj, n_props = _entries(raw_props, "properties")
     n_covers = _covers_count(props_obj)
     with tree.checkout() as root:
+        problems.extend(attributes_problems(root, config))
         if isinstance(fixtures, FixturePin) and fixtures.pin_id:  # a pin that parsed
             where = source.describe(fx_path)
             problems.extend(fixture_problems(root, fixtures, config.fixture_root, where, tree))

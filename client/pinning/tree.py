@@ -24,7 +24,7 @@ from client.gate.workspace import resolve_rev, tree_at
 from patchgate.errors import UsageError
 from patchgate.pins import DirSource, GitSource, PinSource
 
-__all__ = ["RevTree", "SourceTree", "WorkTree", "open_tree", "python_files"]
+__all__ = ["RevTree", "SourceTree", "WorkTree", "open_tree", "python_files", "tree_files"]
 
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 
@@ -94,13 +94,18 @@ def _skipped(name: str, directory: str) -> bool:
 
 def python_files(root: Path) -> list[str]:
     """Every regular ``.py`` file under ``root`` (relative POSIX paths, sorted; see above)."""
+    return [f for f in tree_files(root) if f.endswith(".py")]
+
+
+def tree_files(root: Path) -> list[str]:
+    """Every regular file under ``root``, skipping what :func:`python_files` skips."""
     found: list[str] = []
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not _skipped(d, directory))
         rel = Path(os.path.relpath(directory, root)).as_posix()
         for name in files:
             full = os.path.join(directory, name)
-            if name.endswith(".py") and not os.path.islink(full) and os.path.isfile(full):
+            if not os.path.islink(full) and os.path.isfile(full):
                 found.append(name if rel == "." else f"{rel}/{name}")
     return sorted(found)
 

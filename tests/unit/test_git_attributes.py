@@ -13,6 +13,7 @@ import pytest
 from client.analysis.patch.diffparse import gitlinks
 from client.gate.attributes import base_attribute_problems, byte_changing, patch_git_metadata
 from client.gate.workspace import materialize
+from patchgate.pins import ProjectConfig
 from tests.attacks.repos import CORPUS, build, git
 
 PATCHES = CORPUS / "patches"
@@ -29,7 +30,22 @@ def _repo(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-CODE = {"pkg/__init__.py": 'V = "$Format:%H$"\n', "pkg/mod.py": "X = 1\n", "README.md": "r\n"}
+CODE = {
+    "pkg/__init__.py": 'V = "$Format:%H$"\n',
+    "pkg/mod.py": "X = 1\n",
+    "pkg/words.txt": "w\n",
+    "README.md": "r\n",
+    "tests/notes.md": "n\n",
+    "fixtures/a.json": "{}\n",
+    "docs/conf.py": "x = 1\n",
+    "docs/make.bat": "@echo off\n",
+    "CHANGES.rst": "c\n",
+    "pyproject.toml": "[project]\nname = 'x'\n",
+}
+
+
+def _problems(repo: Path) -> tuple[str, ...]:
+    return base_attribute_problems(repo, "HEAD", ProjectConfig())
 
 
 @pytest.mark.parametrize(
@@ -38,9 +54,12 @@ CODE = {"pkg/__init__.py": 'V = "$Format:%H$"\n', "pkg/mod.py": "X = 1\n", "READ
         ("pkg/__init__.py export-subst", ["pkg/__init__.py: ", "export-subst"]),
         ("*.py ident", ["pkg/__init__.py", "pkg/mod.py", "ident"]),
         ("*.py filter=lfs", ["filter=lfs"]),
-        ("*.md working-tree-encoding=latin1", ["README.md", "working-tree-encoding=latin1"]),
+        ("*.md working-tree-encoding=latin1", ["tests/notes.md", "working-tree-encoding=latin1"]),
         ("*.py text eol=crlf", ["eol=crlf"]),
-        ("*.md eol=crlf", ["README.md", "eol=crlf"]),
+        ("*.md eol=crlf", ["tests/notes.md", "eol=crlf"]),
+        ("*.txt eol=crlf", ["pkg/words.txt", "eol=crlf"]),  # package data: production reads it
+        ("*.json eol=crlf", ["fixtures/a.json", "eol=crlf"]),  # the suite's input bytes
+        ("pyproject.toml eol=crlf", ["pyproject.toml", "eol=crlf"]),
         ("pkg/** export-ignore", ["pkg/mod.py", "export-ignore"]),
         ("[attr]sneaky export-subst\n*.py sneaky", ["export-subst"]),
     ],
@@ -49,7 +68,7 @@ def test_byte_changing_base_attributes_name_the_file_and_attribute(
     tmp_path: Path, line: str, wanted: list[str]
 ) -> None:
     repo = _repo(tmp_path / "r", {**CODE, ".gitattributes": line + "\n"})
-    problems = base_attribute_problems(repo, "HEAD")
+    problems = _problems(repo)
     assert problems, line
     text = "\n".join(problems)
     for word in wanted:
@@ -66,13 +85,16 @@ def test_byte_changing_base_attributes_name_the_file_and_attribute(
         "*.py diff=python",
         "*.py -text",
         "*.py export-subst\n*.py -export-subst",  # a later line unsets it
-        "*.txt export-subst",  # matches no file of the base
+        "*.cfg export-subst",  # matches no file of the base
+        # real libraries, second round: a changelog's and the docs' *.bat line endings change
+        # no byte the gate scores, so they do not refuse the base
+        "CHANGES.rst eol=crlf\n*.bat text eol=crlf\nREADME.md export-subst",
         "*.py filter=lfs\n*.py -filter",
     ],
 )
 def test_attributes_that_change_nothing_on_linux_are_fine(tmp_path: Path, line: str) -> None:
     repo = _repo(tmp_path / "r", {**CODE, ".gitattributes": line + "\n"})
-    assert base_attribute_problems(repo, "HEAD") == ()
+    assert _problems(repo) == ()
 
 
 def test_a_deeper_attributes_file_overrides_and_is_read_from_the_commit(tmp_path: Path) -> None:
@@ -82,15 +104,14 @@ def test_a_deeper_attributes_file_overrides_and_is_read_from_the_commit(tmp_path
         "pkg/.gitattributes": "mod.py -export-subst\n",
     }
     repo = _repo(tmp_path / "r", files)
-    problems = base_attribute_problems(repo, "HEAD")
-    assert len(problems) == 1, problems
-    assert problems[0].startswith("pkg/__init__.py: "), problems
+    problems = _problems(repo)
+    assert [p.split(":")[0] for p in problems] == ["docs/conf.py", "pkg/__init__.py"], problems
     # an attributes file that exports itself away is still read (from the objects, not a tree)
     repo2 = _repo(
         tmp_path / "r2", {**CODE, ".gitattributes": ".gitattributes export-ignore\n*.py ident\n"}
     )
-    assert any("ident" in p for p in base_attribute_problems(repo2, "HEAD"))
-    assert base_attribute_problems(_repo(tmp_path / "r3", CODE), "HEAD") == ()
+    assert any("ident" in p for p in _problems(repo2))
+    assert _problems(_repo(tmp_path / "r3", CODE)) == ()
 
 
 def test_byte_changing_states() -> None:

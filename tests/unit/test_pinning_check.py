@@ -354,3 +354,22 @@ def test_a_pin_of_no_fixture_files_is_a_warning_and_one_file_silences_it(
     capsys.readouterr()
     assert main(["pin", "check", "--repo", str(lib)]) == 0
     assert "never admitted" not in capsys.readouterr().err
+
+
+def test_pin_check_names_a_byte_changing_attribute_on_a_scored_file(lib: Path) -> None:
+    """Real libraries, second round: what check would refuse (78) is said by pin check first."""
+    write_pins(lib, [prop("p.a", ["textkit.core.slugify"])], flakes={"flakes": []})
+    (lib / ".gitattributes").write_text("*.py export-subst\n")
+    problems = _problems(lib)
+    assert any(".gitattributes (line 1) gives it export-subst" in p for p in problems), problems
+    assert all(p.split(":")[0].endswith(".py") for p in problems), problems
+
+
+def test_pin_check_accepts_attributes_on_files_the_gate_never_scores(lib: Path) -> None:
+    """A changelog's eol=crlf and the docs' *.bat files (a real library's base) are fine."""
+    write_pins(lib, [prop("p.a", ["textkit.core.slugify"])], flakes={"flakes": []})
+    (lib / "CHANGES.rst").write_text("c\n")
+    (lib / "docs").mkdir()
+    (lib / "docs" / "make.bat").write_text("@echo off\n")
+    (lib / ".gitattributes").write_text("CHANGES.rst eol=crlf\n*.bat text eol=crlf\n")
+    assert _problems(lib) == ()
