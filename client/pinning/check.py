@@ -15,7 +15,8 @@ Each pin file is checked three ways, and every problem is one line ``FILE: FIELD
 5. every pinned fixture file against the same tree: absent, unsafe or with other bytes is a
    problem (``pin check --rev HEAD`` of a pin that holds a gitignored file fails); in a revision,
    a file of the fixture root the pin does not list is one too. Each would be ``R2`` there.
-6. the tree's ``.gitattributes``: a byte-changing attribute on a file the gate scores, which
+6. every pinned property's test file under an oracle path (``oracle_paths``);
+7. the tree's ``.gitattributes``: a byte-changing attribute on a file the gate scores, which
    ``check`` refuses (:mod:`client.gate.attributes`).
 
 ``properties.json`` and ``fixtures.json`` are required, ``flakes.json`` is optional. An invalid
@@ -46,6 +47,7 @@ from patchgate.pins import (
     PropertyPin,
     load_config,
     load_pins,
+    node_id_of,
     parse_fixture_pin,
     parse_flakes,
     parse_properties,
@@ -55,9 +57,11 @@ from patchgate.schemas import load_schema
 __all__ = [
     "WARNED_CLASSES",
     "PinReport",
+    "attributes_problems",
     "check_tree",
     "covers_problems",
     "fixture_problems",
+    "outside_oracle",
     "predicate_problems",
     "schema_problems",
 ]
@@ -300,6 +304,26 @@ def fixture_problems(
     return problems
 
 
+def outside_oracle(
+    properties: Sequence[PropertyPin], config: ProjectConfig, where: str
+) -> list[str]:
+    """A line for every pinned property whose test file lies under no oracle path: collection
+    (``pin properties --from-pytest``) would not find it, so ``oracle_paths`` must name it."""
+    out: list[str] = []
+    prefixes = [p.strip("/") + "/" for p in config.oracle_paths if p.strip("/")]
+    for i, prop in enumerate(properties):
+        node = node_id_of(prop.command)
+        if node is None:
+            continue
+        path = node.split("::", 1)[0].removeprefix("./")
+        if not any(path.startswith(prefix) for prefix in prefixes):
+            out.append(
+                f"{where}: properties[{i}]: {prop.id}: its test file {path} is under no oracle "
+                f"path ({', '.join(config.oracle_paths)}): add its directory to oracle_paths"
+            )
+    return out
+
+
 def attributes_problems(root: Path, config: ProjectConfig) -> tuple[str, ...]:
     """What ``check`` would refuse of this tree's ``.gitattributes`` (exit 78): a byte-changing
     attribute on a scored file (:mod:`client.gate.attributes`), said before any check runs."""
@@ -342,6 +366,7 @@ def check_tree(tree: SourceTree, symbols: SymbolNames | None = None) -> PinRepor
         )
         problems.extend(found)
         if parsed:
+            problems.extend(outside_oracle(parsed, config, where))
             cannot_fail, weak = predicate_problems(tree, parsed, where)
             problems.extend(cannot_fail)
             warnings.extend(weak)

@@ -53,7 +53,13 @@ from patchgate import pytest_collect
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
 from patchgate.environment import build_environment
 from patchgate.errors import EnvironmentBuildError, PinError, PinErrors
-from patchgate.pins import PROPERTY_CLASSES, DirSource, load_config, parse_fixture_pin
+from patchgate.pins import (
+    PROPERTY_CLASSES,
+    DirSource,
+    ProjectConfig,
+    load_config,
+    parse_fixture_pin,
+)
 from patchgate.pins import parse_properties as parse_properties_pin
 from patchgate.pytest_collect import OUT_ENV
 
@@ -62,6 +68,7 @@ __all__ = [
     "PropertyUpdate",
     "build_properties",
     "default_id",
+    "oracle_test_paths",
     "repin_properties",
     "run_collection",
 ]
@@ -273,6 +280,28 @@ def _parser_problems(
     return []
 
 
+def oracle_test_paths(repo: Path, config: ProjectConfig) -> list[str]:
+    """Where ``--from-pytest`` collects when no PATH is given: the oracle paths that exist (the
+    pins directory aside), not the whole tree, whose other tests may need what the suite's
+    environment lacks; ConfigError when none does (``oracle_paths`` must say where tests are)."""
+    pins = config.pins_dir.strip("/")
+    found = [
+        p.rstrip("/")
+        for p in config.oracle_paths
+        if p.strip("/") != pins and (repo / p.strip("/")).exists() and p.strip("/")
+    ]
+    if not found:
+        named = ", ".join(config.oracle_paths)
+        raise ConfigError(
+            [
+                f"the oracle paths ({named}) hold no test directory or file of {repo}: set "
+                "oracle_paths in [tool.patchgate] to where the tests are (e.g. 'pkg/tests/'), "
+                "or name the paths to collect"
+            ]
+        )
+    return found
+
+
 def repin_properties(
     repo: Path, paths: Sequence[str] = (), collect: Collector = run_collection
 ) -> PropertyUpdate:
@@ -293,7 +322,9 @@ def repin_properties(
         fixtures = parse_fixture_pin(raw_fx, source.describe(fx_rel), config.fixture_root)
     except PinError as exc:
         raise config_error(exc) from None
-    props, problems = build_properties(collect(repo, paths), fixtures.allowed_commands[0])
+    props, problems = build_properties(
+        collect(repo, paths or oracle_test_paths(repo, config)), fixtures.allowed_commands[0]
+    )
     where = source.describe(prop_rel)
     data = json_bytes({"properties": props})
     if not problems:

@@ -4,8 +4,10 @@ It writes ``pins/fixtures.json`` (every file under the fixture root hashed; seed
 30 s, the one allowed command ``python -m pytest -q -p no:cacheprovider``), an empty
 ``pins/properties.json`` and ``pins/flakes.json``, and a ``[tool.patchgate]`` table with
 ``source_roots`` guessed from the layout (``["src"]`` when ``src/`` is a directory, else
-``["."]``, the repository root). The table is appended to ``pyproject.toml`` when there is one —
-its bytes are kept as they are, the table goes at the end — else it is a new ``patchgate.toml``.
+``["."]``, the repository root) and, when the tests live elsewhere than ``tests/`` (``pkg/tests/``
+inside a package, ``test/``), ``oracle_paths`` naming where they are. The table is appended to
+``pyproject.toml`` when there is one — its bytes are kept as they are, the table goes at the
+end — else it is a new ``patchgate.toml``.
 
 It refuses (exit 64, nothing written) when any file it would create exists, when
 ``patchgate.toml`` exists (the gate reads it before ``pyproject.toml``) or when ``pyproject.toml``
@@ -28,6 +30,7 @@ from pathlib import Path
 from client.errors import EXIT_USAGE, CommandRefused, ConfigError
 from client.pinning.changes import no_link_on_the_way
 from client.pinning.fixtures import config_error, scan_fixtures, tracked_fixtures
+from client.pinning.tree import tree_files
 from patchgate.atomicfile import atomic_write_bytes, json_bytes
 from patchgate.digest import validate_path
 from patchgate.environment import parse_lock
@@ -53,6 +56,7 @@ class InitPlan:
     writes: tuple[tuple[str, bytes, int], ...]
     config_file: str
     source_roots: tuple[str, ...]
+    oracle_paths: tuple[str, ...] = ProjectConfig().oracle_paths
     fixture_files: int
     skipped: tuple[str, ...] = ()
 
@@ -72,9 +76,48 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _table(source_roots: tuple[str, ...], fixture_root: str, requirements: str | None) -> str:
+_TEST_DIRS = frozenset({"tests", "test", "testing"})
+
+
+def test_dirs(repo: Path) -> tuple[str, ...]:
+    """Where the repository's tests are: every directory named ``tests``, ``test`` or ``testing``
+    (at any depth: ``pkg/tests/`` inside a package too) holding a ``test_*.py``, ``*_test.py`` or
+    ``conftest.py``, outermost only, as oracle path prefixes (``tests/``)."""
+    found: set[str] = set()
+    for rel in tree_files(repo):
+        parts = rel.split("/")
+        name = parts[-1]
+        if not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"):
+            continue
+        if not name.endswith(".py"):
+            continue
+        for i, part in enumerate(parts[:-1]):
+            if part in _TEST_DIRS:
+                found.add("/".join(parts[: i + 1]) + "/")
+                break
+    return tuple(sorted(found))
+
+
+def oracle_paths(repo: Path) -> tuple[str, ...]:
+    """The oracle paths ``init`` writes: the default's, or the test directories found plus
+    ``properties/`` and ``pins/`` when the tests are elsewhere than ``tests/``."""
+    default = ProjectConfig().oracle_paths
+    found = test_dirs(repo)
+    if not found or found == ("tests/",):
+        return default
+    return tuple(dict.fromkeys([*found, *(p for p in default if p != "tests/")]))
+
+
+def _table(
+    source_roots: tuple[str, ...],
+    fixture_root: str,
+    requirements: str | None,
+    oracle: tuple[str, ...] = ProjectConfig().oracle_paths,
+) -> str:
     roots = ", ".join(_toml_string(r) for r in source_roots)
     lines = ["[tool.patchgate]", f"source_roots = [{roots}]"]
+    if oracle != ProjectConfig().oracle_paths:
+        lines.append(f"oracle_paths = [{', '.join(_toml_string(o) for o in oracle)}]")
     if fixture_root != "fixtures":
         lines.append(f"fixture_root = {_toml_string(fixture_root)}")
     if requirements is not None:
@@ -171,7 +214,10 @@ def plan_init(
     has_src = (repo / "src").is_dir() and not (repo / "src").is_symlink()
     roots = ("src",) if has_src else (".",)
     lock = _requirements(repo, requirements)
-    config_file, config_bytes, config_mode = _config(repo, _table(roots, fixture_root, lock))
+    oracle = oracle_paths(repo)
+    config_file, config_bytes, config_mode = _config(
+        repo, _table(roots, fixture_root, lock, oracle)
+    )
     files, skipped = tracked_fixtures(
         repo, fixture_root, scan_fixtures(repo, fixture_root), skip_untracked=skip_untracked
     )
@@ -191,7 +237,11 @@ def plan_init(
     )
     try:
         config = load_config(_Bytes({config_file: config_bytes}))
-        if config.pins_dir != pins_dir or config.fixture_root != fixture_root:
+        if (config.pins_dir, config.fixture_root, config.oracle_paths) != (
+            pins_dir,
+            fixture_root,
+            oracle,
+        ):
             raise ConfigError([f"{config_file}: the new [tool.patchgate] does not read back"])
         parse_fixture_pin(writes[0][1], pin_files[0], config.fixture_root)
     except PinError as exc:
@@ -201,6 +251,7 @@ def plan_init(
         writes=writes,
         config_file=config_file,
         source_roots=roots,
+        oracle_paths=oracle,
         fixture_files=len(files),
         skipped=skipped,
     )

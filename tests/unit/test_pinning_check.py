@@ -15,6 +15,7 @@ from client.pinning.tree import WorkTree, open_tree
 from patchgate.errors import UsageError
 from patchgate.pins import ProjectConfig
 from tests.unit._pinning_helpers import (
+    TESTS,
     fixture_pin,
     git,
     make_library,
@@ -372,4 +373,22 @@ def test_pin_check_accepts_attributes_on_files_the_gate_never_scores(lib: Path) 
     (lib / "docs").mkdir()
     (lib / "docs" / "make.bat").write_text("@echo off\n")
     (lib / ".gitattributes").write_text("CHANGES.rst eol=crlf\n*.bat text eol=crlf\n")
+    assert _problems(lib) == ()
+
+
+def test_a_property_under_no_oracle_path_is_a_problem_until_oracle_paths_name_it(
+    lib: Path,
+) -> None:
+    """Real libraries, second round: tests in the package (textkit/tests/) with the default
+    oracle paths are found by nothing; pin check says to add the directory, and once
+    oracle_paths holds it the same pin is fine."""
+    write(lib, {"src/textkit/tests/__init__.py": "", "src/textkit/tests/test_in.py": TESTS})
+    node = "src/textkit/tests/test_in.py::test_slugify_idempotent"
+    write_pins(lib, [prop("p.in", ["textkit.core.slugify"], node)], flakes={"flakes": []})
+    (line,) = _problems(lib)
+    assert "its test file src/textkit/tests/test_in.py is under no oracle path" in line
+    pyproject = lib / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text() + 'oracle_paths = ["src/textkit/tests/", "tests/", "pins/"]\n'
+    )
     assert _problems(lib) == ()

@@ -95,6 +95,7 @@ def test_repin_replaces_the_file_and_reports_by_id(tmp_path: Path) -> None:
     write_pins(
         tmp_path, [prop("old.one", ["m"]), prop("p.same", ["m.f"], "tests/test_a.py::test_x")]
     )
+    (tmp_path / "tests").mkdir()
     items = [_item(id="p.same", claim="now"), _item("tests/test_a.py::test_new", id="p.new")]
     update = repin_properties(tmp_path, collect=_fake(items))
     assert update.changes.to_json() == {
@@ -110,6 +111,7 @@ def test_refusals_write_nothing_and_list_every_problem(tmp_path: Path) -> None:
     """Two bad marks and an id the parser refuses: three lines, the old file unchanged."""
     write_pins(tmp_path, [prop("old.one", ["m"])])
     before = (tmp_path / "pins/properties.json").read_bytes()
+    (tmp_path / "tests").mkdir()
     items = [_item("t.py::test_a", kind="x"), _item("t.py::test_b", covers=None)]
     with pytest.raises(ConfigError) as info:
         repin_properties(tmp_path, collect=_fake(items))
@@ -230,3 +232,30 @@ ONE_CASE_MARKED = """\
 def test_one_case(text):
     assert slugify(text) == text
 """
+
+
+def test_collection_defaults_to_the_oracle_paths_that_exist(tmp_path: Path) -> None:
+    """Real libraries, second round: without PATH, --from-pytest collects the oracle paths (not
+    the whole tree, whose sanity tests needed what the suite's environment lacked)."""
+    write_pins(tmp_path, [])
+    (tmp_path / "tests").mkdir()
+    seen: list[Sequence[str]] = []
+
+    def collect(repo: Path, paths: Sequence[str]) -> list[dict[str, Any]]:
+        seen.append(paths)
+        return [_item("tests/test_a.py::test_x", id="p.x")]
+
+    repin_properties(tmp_path, collect=collect)
+    repin_properties(tmp_path, ["other/"], collect=collect)
+    assert seen == [["tests"], ["other/"]]
+
+
+def test_collection_refuses_oracle_paths_that_name_nothing(tmp_path: Path) -> None:
+    """No oracle path exists (tests live in pkg/tests/): a configuration error saying what to set,
+    and properties.json unchanged."""
+    write_pins(tmp_path, [])
+    before = (tmp_path / "pins/properties.json").read_bytes()
+    with pytest.raises(ConfigError) as info:
+        repin_properties(tmp_path, collect=_fake([]))
+    assert "set oracle_paths in [tool.patchgate]" in info.value.problems[0]
+    assert (tmp_path / "pins/properties.json").read_bytes() == before

@@ -323,3 +323,30 @@ def test_outside_a_git_work_tree_every_file_is_pinned(tmp_path: Path) -> None:
     """No repository, nothing to compare with: the rule does not apply (docs/operator.md)."""
     write(tmp_path, {"fixtures/a.json": b"A"})
     assert plan_init(tmp_path).fixture_files == 1
+
+
+def test_init_finds_tests_inside_the_package_and_writes_them_as_oracle_paths(
+    tmp_path: Path,
+) -> None:
+    """Real libraries, second round: referencing keeps its tests in referencing/tests/; init
+    names that directory (and keeps properties/ and pins/) so collection and R7 find them."""
+    write(tmp_path, {"pkg/__init__.py": ""})
+    write(tmp_path, {"pkg/tests/__init__.py": ""})
+    write(tmp_path, {"pkg/tests/test_core.py": "def test_a():\n    assert True\n"})
+    write(tmp_path, {"pkg/sub/tests/conftest.py": ""})
+    write(tmp_path, {"fixtures/a.json": "{}\n"})
+    plan = plan_init(tmp_path)
+    apply_init(plan)
+    config = load_config(DirSource(tmp_path))
+    assert config.oracle_paths == ("pkg/sub/tests/", "pkg/tests/", "properties/", "pins/")
+    assert plan.oracle_paths == config.oracle_paths
+
+
+def test_init_keeps_the_default_oracle_paths_for_a_root_tests_directory(tmp_path: Path) -> None:
+    """The common layout writes no oracle_paths line: the default already says tests/."""
+    write(tmp_path, {"pkg/__init__.py": ""})
+    write(tmp_path, {"tests/test_core.py": "def test_a():\n    assert True\n"})
+    write(tmp_path, {"fixtures/a.json": "{}\n"})
+    apply_init(plan_init(tmp_path))
+    assert "oracle_paths" not in (tmp_path / "patchgate.toml").read_text()
+    assert load_config(DirSource(tmp_path)).oracle_paths == ("tests/", "properties/", "pins/")

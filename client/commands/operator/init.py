@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 from client.commands._util import add_repo_option, print_json
-from client.pinning.check import NO_FIXTURES
+from client.pinning.check import NO_FIXTURES, attributes_problems
 from client.pinning.scaffold import apply_init, plan_init
 from patchgate.errors import UsageError
+from patchgate.pins import DirSource, load_config
 
 __all__ = ["register", "run"]
 
@@ -20,7 +21,9 @@ _DESCRIPTION = """\
 Scaffold the pins of a repository: pins/fixtures.json (every file under the fixture root hashed,
 seed 7, clock bound 30000 ms, allowed command 'python -m pytest -q -p no:cacheprovider'), an empty
 pins/properties.json and pins/flakes.json, and a [tool.patchgate] table with source_roots guessed
-from the layout (["src"] when src/ exists, else ["."]). The table is appended to pyproject.toml
+from the layout (["src"] when src/ exists, else ["."]) and, when the tests live elsewhere than
+tests/ (pkg/tests/ inside a package, test/), oracle_paths naming where they are; a .gitattributes
+that check would refuse is a warning. The table is appended to pyproject.toml
 when there is one (the rest of the file is kept byte for byte), else written to patchgate.toml.
 
 init never overwrites: when a pin file or patchgate.toml exists, or pyproject.toml already has
@@ -77,12 +80,15 @@ def run(args: argparse.Namespace) -> int:
     apply_init(plan)
     if not plan.fixture_files:
         sys.stderr.write(f"patchgate: warning: {NO_FIXTURES.format(root=args.fixture_root)}\n")
+    for problem in attributes_problems(plan.repo, load_config(DirSource(plan.repo))):
+        sys.stderr.write(f"patchgate: warning: check will refuse this base (78): {problem}\n")
     if args.json:
         print_json(
             {
                 "written": plan.created,
                 "config_file": plan.config_file,
                 "source_roots": list(plan.source_roots),
+                "oracle_paths": list(plan.oracle_paths),
                 "fixture_files": plan.fixture_files,
                 "skipped_untracked": list(plan.skipped),
             }
@@ -94,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {rel}" + (" ([tool.patchgate] appended)" if rel == "pyproject.toml" else ""))
     roots = ", ".join(plan.source_roots)
     print(f"source_roots: {roots}; fixture files pinned: {plan.fixture_files}")
+    print(f"oracle_paths: {', '.join(plan.oracle_paths)}")
     print("next: mark property tests @pytest.mark.patchgate(...), then")
     print("      patchgate pin properties --from-pytest && patchgate pin check")
     return 0
