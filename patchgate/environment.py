@@ -37,6 +37,7 @@ from pathlib import Path
 
 from patchgate.digest import SHA256_HEX, FileEntry, hash_files, validate_path
 from patchgate.errors import EnvironmentBuildError, PinError, UnsafePathError
+from patchgate.lockgaps import lock_gaps
 
 __all__ = [
     "ENVIRONMENT_HEADER",
@@ -394,6 +395,11 @@ def build_environment(
         lock_file = work / "requirements.txt"
         lock_file.write_bytes(lock)
         _pip_install(target, lock_file, lock_name, parsed, find_links, no_index=no_index)
+        if gaps := lock_gaps(target):
+            raise EnvironmentBuildError(
+                f"{lock_name} misses what its packages need on Python {_python()}: "
+                + "; ".join(gaps)
+            )
         _normalize(target)
         if build is not None:
             # the locked packages alone are a tree of their own too: collection on the operator's

@@ -64,11 +64,14 @@ def repack(name: str, out: Path) -> Path:
     return _write(out / f"{norm}-{version}-py3-none-any.whl", files, info_dir)
 
 
-def make_wheel(out: Path, name: str, version: str, modules: dict[str, str]) -> Path:
-    """A pure wheel of ``name`` holding ``modules`` (path -> source)."""
+def make_wheel(
+    out: Path, name: str, version: str, modules: dict[str, str], requires: tuple[str, ...] = ()
+) -> Path:
+    """A pure wheel of ``name`` holding ``modules`` (path -> source), requiring ``requires``."""
     info = f"{name}-{version}.dist-info"
     files = {p: s.encode() for p, s in modules.items()}
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
     files[f"{info}/METADATA"] = meta.encode()
     files[f"{info}/WHEEL"] = _WHEEL
     return _write(out / f"{name}-{version}-py3-none-any.whl", files, info)
