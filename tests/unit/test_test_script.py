@@ -15,7 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 STUB = '#!/usr/bin/env bash\necho "$(basename "$0") $*" >&2\nexit {code}\n'
 DOCKER = """#!/usr/bin/env bash
 echo "docker.sh: $1 (stub)" >&2
-[ "$1" = stop ] && echo "docker.sh: stopped dockerd 4242" >&2
+state=$PATCHGATE_DOCKER_STATE
+if [ "$1" = start ] && [ ! -f "$state/dockerd.pid" ] && [ -z "${ANSWERS:-}" ]; then
+  mkdir -p "$state"; echo 4242 > "$state/dockerd.pid"
+fi
+[ "$1" = stop ] && rm -f "$state/dockerd.pid" && echo "docker.sh: stopped dockerd 4242" >&2
 exit 0
 """
 
@@ -26,12 +30,13 @@ def _tool(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def _run(tmp_path: Path) -> list[str]:
+def _run(tmp_path: Path, **env: str) -> list[str]:
     shutil.copy(ROOT / "scripts" / "test.sh", tmp_path / "scripts" / "test.sh")
+    state = {"PATCHGATE_DOCKER_STATE": str(tmp_path / "docker-state")}
     proc = subprocess.run(
         ["bash", str(tmp_path / "scripts" / "test.sh")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
-        env={**os.environ}, timeout=60,
+        env={**os.environ, **state, **env}, timeout=60,
     )  # fmt: skip
     return proc.stdout.splitlines()
 
@@ -47,3 +52,24 @@ def test_the_summary_is_the_last_line_even_after_the_engine_is_stopped(tmp_path:
         assert lines[-1].startswith(f"test.sh: {verdict} - passed: "), lines
         assert "docker.sh: stopped dockerd 4242" in lines  # stopped, once, before the summary
         assert lines.count("docker.sh: stopped dockerd 4242") == 1
+
+
+def _stubs(tmp_path: Path) -> None:
+    _tool(tmp_path / "scripts" / "setup.sh", STUB.format(code=0))
+    _tool(tmp_path / "scripts" / "docker.sh", DOCKER)
+    for name in ("ruff", "mypy", "pytest"):
+        _tool(tmp_path / ".venv" / "bin" / name, STUB.format(code=0))
+
+
+def test_an_engine_that_already_answered_is_left_running(tmp_path: Path) -> None:
+    """A second run on a shared engine does not stop it: neither one that answered on its own
+    nor one an earlier docker.sh start left (its pid file still there)."""
+    _stubs(tmp_path)
+    lines = _run(tmp_path, ANSWERS="1")
+    assert lines[-1].startswith("test.sh: PASS"), lines
+    assert "docker.sh: stopped dockerd 4242" not in lines
+    (tmp_path / "docker-state").mkdir()
+    (tmp_path / "docker-state" / "dockerd.pid").write_text("4242\n")
+    lines = _run(tmp_path)
+    assert "docker.sh: stopped dockerd 4242" not in lines
+    assert (tmp_path / "docker-state" / "dockerd.pid").exists()
