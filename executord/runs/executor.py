@@ -13,17 +13,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import re
 import secrets
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import structlog
 
@@ -49,15 +49,15 @@ from executord.runs.records import (
     RecordLog,
     batch_outcomes,
     case_outcomes,
+    from_verdict,
     node_arguments,
     outcome_kind,
     property_outcome,
     tree_of,
 )
-from executord.runs.request import ExecuteInput, PropertyRun, Variant
+from executord.runs.request import ExecuteInput, PropertyRun
 from executord.runs.sandboxspec import (
     BATCH_NAME,
-    INFO,
     PLUGIN_PATH,
     VARIANTS_NAME,
     WORKSPACE,
@@ -67,7 +67,17 @@ from executord.runs.sandboxspec import (
     run_dir_mode,
     with_reporter,
 )
+from executord.runs.variants import (
+    BATCH_MARGIN_S,
+    batch_files,
+    planned_ids,
+    variant_outcomes,
+    variant_plan,
+    variants_deadline_s,
+    write_variants,
+)
 from executord.sandbox.container import (
+    ContainerExit,
     ContainerRuntime,
     ContainerSpec,
     Mount,
@@ -76,7 +86,7 @@ from executord.sandbox.container import (
 )
 from executord.sandbox.output import TAIL_BYTES, OutputCapture, printable
 from executord.store.blobstore import BlobStore
-from patchgate.batching import Group, group_properties, run_order, variant_members
+from patchgate.batching import Group, group_properties, run_order
 from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
 from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelope
 from patchgate.errors import EnvelopeError
@@ -91,15 +101,12 @@ __all__ = [
     "Executor",
     "Prepared",
     "Progress",
-    "variant_outcomes",
-    "variants_deadline_s",
     "with_reporter",
 ]
 
 log = structlog.get_logger("executord.runs.executor")
 LOG_BUDGET = 2 << 20  # bytes of stdout+stderr tails per report, shared by its runs
 _DRAIN_S = 2.0  # after the container ended: how long the report stream may take to close
-BATCH_MARGIN_S = 10.0  # a batch's deadline: the sum of its bounds plus max(one bound, this)
 SUPERVISOR_MARGIN_MS = 3000  # judge on: the supervisor's deadline, before the container's
 
 
@@ -116,6 +123,57 @@ class _RunState:
     phase_ms: dict[str, int] = field(
         default_factory=lambda: {"container_start_ms": 0, "run_ms": 0, "collect_ms": 0}
     )
+
+
+_T = TypeVar("_T")
+#: Where a variant's source lies for the supervisor: (sandbox path, offset, length, batch file)
+_VariantIndex = tuple[tuple[str, int, int, str], ...]
+
+
+def _no_files(paths: RunPaths) -> _VariantIndex:
+    del paths
+    return ()
+
+
+@dataclass(frozen=True)
+class _Sandbox:
+    """One sandbox of a request: what it runs, for how long, and how its progress reads."""
+
+    name: str  # its run directory's
+    argv: tuple[str, ...]
+    deadline_s: float
+    labels: dict[str, str]
+    judged: bool
+    progress: tuple[str, int]  # the property id ("" for a group) and run index of its events
+    batch: bool = True
+    said: str = ""  # the "start" event's message
+    prefix: str = ""  # before "exit N" in the "run" event's message
+    #: the files it reads, written into its run directory; where its variants lie
+    files: Callable[[RunPaths], _VariantIndex] = _no_files
+    variants: int = 0  # how many variants it runs
+
+
+@dataclass(frozen=True)
+class _Ran:
+    """A sandbox that ended: the container's exit, its records, when reading them ended."""
+
+    done: ContainerExit
+    records: RecordLog
+    collect_from: float
+
+    def ended(self, memory_bytes: int, deadline_s: float) -> str:
+        """Why the container did not exit by itself ("" when it did)."""
+        if self.done.oom_killed:
+            return f"OOM-killed at {memory_bytes} bytes"
+        if self.done.timed_out:
+            return f"past its deadline of {int(deadline_s * 1000)} ms"
+        return ""
+
+    def phase_ms(self) -> dict[str, int]:
+        """The container's start and run times, and the time since its records were read."""
+        collect = int((time.monotonic() - self.collect_from) * 1000)
+        return {"container_start_ms": self.done.start_ms, "run_ms": self.done.run_ms,
+                "collect_ms": collect}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -348,13 +406,13 @@ class Executor:
             group, r = job
             if inp.variants:
                 if variant_plan(inp, group):
-                    self._guarded_variants(prepared, state, group, emit, cancel, batch_tail)
+                    self._variants(prepared, state, group, emit, cancel, batch_tail)
                 return
             if len(group.members) == 1:
                 i = index[group.ids[0]]
                 self._alone(prepared, state, i, r, emit, cancel, "")
                 return
-            verdicts = self._guarded_batch(prepared, state, group, r, emit, cancel, batch_tail)
+            verdicts = self._batch(prepared, state, group, r, emit, cancel, batch_tail)
             for pid, why in verdicts.items():
                 self._alone(prepared, state, index[pid], r, emit, cancel, why)
 
@@ -407,20 +465,35 @@ class Executor:
     ) -> None:
         """One run of one property in a sandbox of its own (``why``: the batch's reason, if any)."""
         prop = prepared.inp.properties[i]
-        capture = OutputCapture(state.tail)
         if why:
             emit(Progress(prop.id, r, "alone", why))
-        res, ms = self._guarded_run(prepared, i, prop, r, emit, cancel, capture)
+        box = _Sandbox(
+            name=f"{i}-{r}",
+            argv=prop.command,
+            deadline_s=prepared.statement.manifest.clock_bound_ms / 1000,
+            labels={"patchgate.property": prop.id, "patchgate.run": str(r)},
+            judged=prepared.inp.judge == "on",
+            batch=False,
+            progress=(prop.id, r),
+        )
+        outcome = self._guarded(
+            prepared,
+            state,
+            box,
+            lambda ran: self._single_outcome(prepared, prop, r, ran, emit),
+            emit=emit,
+            cancel=cancel,
+            ids=(prop.id,),
+            log_key=(i, r, 0),
+            tail=state.tail,
+        )
         with state.lock:
-            state.results[(prop.id, r, 0)] = res
+            if outcome is not None:
+                state.results[(prop.id, r, 0)] = outcome
             if why:
                 state.alone[(prop.id, r)] = why
-            for k, v in ms.items():
-                state.phase_ms[k] += v
-            if capture.done.is_set():
-                state.logs.append(((i, r, 0), _run_log([prop.id], r, capture)))
 
-    def _guarded_batch(  # noqa: PLR0917 - private, one call site
+    def _batch(  # noqa: PLR0917 - private, one call site
         self,
         prepared: Prepared,
         state: _RunState,
@@ -434,117 +507,54 @@ class Executor:
 
         A transport failure of the batch itself (the engine, the image, the start) is a transport
         record of each member, as it would be of each alone; nothing is re-run then."""
-        capture = OutputCapture(tail)
-        exc: SandboxError | None = None
-        verdicts: dict[str, BatchVerdict] = {}
-        ms: dict[str, int] = {}
-        while not self._slots.acquire(timeout=0.5):
-            if cancel.is_set():
-                exc = SandboxError("internal", "cancelled")
-                break
-        else:
-            try:
-                verdicts, ms = self._batch_run(prepared, group, r, emit, cancel, capture)
-            except SandboxError as err:
-                log.warning("batch transport failure", properties=len(group.ids), run=r)
-                exc = err
-            except Exception as err:
-                log.exception("batch failed unexpectedly", properties=len(group.ids), run=r)
-                exc = SandboxError("internal", type(err).__name__)
-            finally:
-                self._slots.release()
-        first = prepared.inp.properties.index(
-            next(p for p in prepared.inp.properties if p.id == group.ids[0])
-        )
-        with state.lock:
-            for k, n in ms.items():
-                state.phase_ms[k] += n
-            if capture.done.is_set():
-                state.logs.append(((first, r, 1), _run_log(group.ids, r, capture)))
-            if exc is not None:
-                for pid in group.ids:
-                    state.results[(pid, r, 0)] = _transport(PropertyRun(pid, ()), r, exc)
-                return {}
-            for pid, v in verdicts.items():
-                if v.outcome is not None:
-                    state.results[(pid, r, 0)] = _from_verdict(pid, r, v)
-        return {pid: v.alone for pid, v in verdicts.items() if v.outcome is None}
-
-    def _batch_run(  # noqa: PLR0917 - private, one call site
-        self,
-        prepared: Prepared,
-        group: Group,
-        r: int,
-        emit: Callable[[Progress], None],
-        cancel: threading.Event,
-        capture: OutputCapture,
-    ) -> tuple[dict[str, BatchVerdict], dict[str, int]]:
-        if self.observed_digest(prepared) != prepared.statement.digest:
-            raise SandboxError("internal", "fixture bytes changed before this run; not run")
-        inp, manifest = prepared.inp, prepared.statement.manifest
-        paths = self._run_paths(prepared, f"batch-{_slug(group.ids[0])}-{r}")
+        manifest = prepared.statement.manifest
         argv = group.argv(run_order(group.ids, manifest.seed, r))
         nodes = list(argv[len(group.prefix) :])
-        (paths.readable / BATCH_NAME).write_text(
-            json.dumps({"bound_ms": manifest.clock_bound_ms, "order": nodes}), encoding="utf-8"
-        )
-        (paths.readable / BATCH_NAME).chmod(0o444)
         bound_s = manifest.clock_bound_ms / 1000
-        deadline_s = bound_s * len(group.ids) + max(bound_s, BATCH_MARGIN_S)
-        nonce = secrets.token_hex(16)
-        spec = self._spec(
-            prepared,
-            paths,
-            argv,
-            nonce,
-            batch=True,
-            deadline_s=deadline_s,
+        n = len(group.ids)
+
+        def files(paths: RunPaths) -> _VariantIndex:
+            (paths.readable / BATCH_NAME).write_text(
+                json.dumps({"bound_ms": manifest.clock_bound_ms, "order": nodes}), encoding="utf-8"
+            )
+            (paths.readable / BATCH_NAME).chmod(0o444)
+            return ()
+
+        box = _Sandbox(
+            name=f"batch-{_slug(group.ids[0])}-{r}",
+            argv=argv,
+            deadline_s=bound_s * n + max(bound_s, BATCH_MARGIN_S),
             labels={
                 "patchgate.property": f"batch:{group.ids[0]}"[:128],
-                "patchgate.properties": str(len(group.ids)),
+                "patchgate.properties": str(n),
                 "patchgate.run": str(r),
             },
-            output=capture,
+            judged=prepared.inp.judge == "on",
+            progress=("", r),
+            said=f"batch of {n}: {group.ids[0]}, ...",
+            prefix=f"batch of {n}: ",
+            files=files,
         )
-        channel = self.channels(paths.run_dir, nonce, judged=inp.judge == "on")
-        try:
-            emit(Progress("", r, "start", f"batch of {len(group.ids)}: {group.ids[0]}, ..."))
-            done = run_container(
-                self.runtime, spec, self.policy, clock_bound_s=deadline_s, cancel=cancel
-            )
-            emit(Progress("", r, "run", f"batch of {len(group.ids)}: exit {done.exit_code}"))
-            t0 = time.monotonic()
-            records = channel.finish(_DRAIN_S)
-        finally:
-            channel.close()
-        ended = ""
-        if done.oom_killed:
-            ended = f"OOM-killed at {self.policy.memory_bytes} bytes"
-        elif done.timed_out:
-            ended = f"past its deadline of {int(deadline_s * 1000)} ms"
-        by_id = {p.id: p for p in inp.properties}
-        verdicts = batch_outcomes(
-            records,
-            [
-                (pid, node_arguments(by_id[pid].command, manifest.allowed_commands))
-                for pid in group.ids
-            ],
-            done.exit_code,
-            PLUGIN_PATH,
-            ended=ended,
-            bound_text=f"clock bound {manifest.clock_bound_ms} ms exceeded",
+        verdicts = self._guarded(
+            prepared,
+            state,
+            box,
+            lambda ran: self._batch_verdicts(prepared, group, r, ran, emit, box.deadline_s),
+            emit=emit,
+            cancel=cancel,
+            ids=group.ids,
+            log_key=(self._first(prepared, group), r, 1),
+            tail=tail,
         )
-        collect = int((time.monotonic() - t0) * 1000)
-        for pid, v in verdicts.items():
-            if v.outcome is not None:
-                emit(Progress(pid, r, "done", v.outcome[0]))
-        return verdicts, {
-            "container_start_ms": done.start_ms,
-            "run_ms": done.run_ms,
-            "collect_ms": collect,
-        }
+        if verdicts is None:
+            return {}
+        with state.lock:
+            for pid, v in verdicts.items():
+                if v.outcome is not None:
+                    state.results[(pid, r, 0)] = from_verdict(pid, r, v)
+        return {pid: v.alone for pid, v in verdicts.items() if v.outcome is None}
 
-    def _guarded_variants(  # noqa: PLR0917 - private, one call site
+    def _variants(  # noqa: PLR0917 - private, one call site
         self,
         prepared: Prepared,
         state: _RunState,
@@ -555,52 +565,9 @@ class Executor:
     ) -> None:
         """Every variant of one group in one sandbox (run 1); a transport failure of the sandbox is
         a transport record of each member (nothing is re-run alone with variants)."""
-        capture = OutputCapture(tail)
-        exc: SandboxError | None = None
-        outcomes: list[RunOutcome] = []
-        ms: dict[str, int] = {}
-        while not self._slots.acquire(timeout=0.5):
-            if cancel.is_set():
-                exc = SandboxError("internal", "cancelled")
-                break
-        else:
-            try:
-                outcomes, ms = self._variant_run(prepared, group, emit, cancel, capture)
-            except SandboxError as err:
-                log.warning("variant batch transport failure", properties=len(group.ids))
-                exc = err
-            except Exception as err:
-                log.exception("variant batch failed unexpectedly", properties=len(group.ids))
-                exc = SandboxError("internal", type(err).__name__)
-            finally:
-                self._slots.release()
-        first = next(i for i, p in enumerate(prepared.inp.properties) if p.id == group.ids[0])
-        with state.lock:
-            for k, n in ms.items():
-                state.phase_ms[k] += n
-            if capture.done.is_set():
-                state.logs.append(((first, 1, 1), _run_log(group.ids, 1, capture)))
-            if exc is not None:
-                for pid in _planned_ids(variant_plan(prepared.inp, group)):
-                    state.results[(pid, 1, 0)] = _transport(PropertyRun(pid, ()), 1, exc)
-                return
-            for o in outcomes:
-                state.results[(o.property_id, 1, o.variant)] = o
-
-    def _variant_run(
-        self,
-        prepared: Prepared,
-        group: Group,
-        emit: Callable[[Progress], None],
-        cancel: threading.Event,
-        capture: OutputCapture,
-    ) -> tuple[list[RunOutcome], dict[str, int]]:
-        if self.observed_digest(prepared) != prepared.statement.digest:
-            raise SandboxError("internal", "fixture bytes changed before this run; not run")
         inp, manifest = prepared.inp, prepared.statement.manifest
         by_id = {p.id: p for p in inp.properties}
-        first = next(i for i, p in enumerate(inp.properties) if p.id == group.ids[0])
-        paths = self._run_paths(prepared, f"variants-{first}-{_slug(group.ids[0])}")
+        first = self._first(prepared, group)
         if len(group.ids) == 1:
             argv = by_id[group.ids[0]].command
             nodes = node_arguments(argv, manifest.allowed_commands)
@@ -612,179 +579,229 @@ class Executor:
             bound_ms = min(bound_ms, inp.variant_bound_ms) if bound_ms else inp.variant_bound_ms
         plan = variant_plan(inp, group)
         own = {pid: node_arguments(by_id[pid].command, manifest.allowed_commands)
-               for pid in _planned_ids(plan)}  # fmt: skip
+               for pid in planned_ids(plan)}  # fmt: skip
         members = [[(pid, own[pid]) for pid in scoped] for _, scoped in plan]
-        files = _batch_files(
-            paths.readable, plan, own, members=len(group.ids), bound_ms=bound_ms, nodes=nodes
-        )
-        chosen = [inp.variants[g - 1] for g, _ in plan]
-        index = tuple(
-            (*at, files[tuple(scoped)])
-            for at, (_, scoped) in zip(
-                _write_variants(paths.run_dir / VARIANTS_NAME, chosen), plan, strict=True
-            )
-        )
         n = len(plan)
-        deadline_s = variants_deadline_s(bound_ms / 1000, [len(scoped) for _, scoped in plan])
-        nonce = secrets.token_hex(16)
-        spec = self._spec(
-            prepared,
-            paths,
-            argv,
-            nonce,
-            batch=True,
-            deadline_s=deadline_s,
+
+        def files(paths: RunPaths) -> _VariantIndex:
+            names = batch_files(
+                paths.readable, plan, own, members=len(group.ids), bound_ms=bound_ms, nodes=nodes
+            )
+            chosen = [inp.variants[g - 1] for g, _ in plan]
+            at = write_variants(paths.run_dir / VARIANTS_NAME, chosen)
+            placed = zip(at, plan, strict=True)
+            return tuple((*a, names[tuple(scoped)]) for a, (_, scoped) in placed)
+
+        box = _Sandbox(
+            name=f"variants-{first}-{_slug(group.ids[0])}",
+            argv=argv,
+            deadline_s=variants_deadline_s(bound_ms / 1000, [len(scoped) for _, scoped in plan]),
             labels={
                 "patchgate.property": f"variants:{group.ids[0]}"[:128],
                 "patchgate.properties": str(len(group.ids)),
                 "patchgate.variants": str(n),
                 "patchgate.run": "1",
             },
-            output=capture,
-            variants=index,
+            judged=True,
+            progress=("", 1),
+            said=f"{n} variants of {len(group.ids)}: {group.ids[0]}",
+            prefix=f"{n} variants: ",
+            files=files,
+            variants=n,
         )
-        channel = self.channels(paths.run_dir, nonce, judged=True, variants=n)
-        try:
-            emit(Progress("", 1, "start", f"{n} variants of {len(group.ids)}: {group.ids[0]}"))
-            done = run_container(
-                self.runtime, spec, self.policy, clock_bound_s=deadline_s, cancel=cancel
-            )
-            emit(Progress("", 1, "run", f"{n} variants: exit {done.exit_code}"))
-            t0 = time.monotonic()
-            records = channel.finish(_DRAIN_S)
-        finally:
-            channel.close()
-        ended = ""
-        if done.oom_killed:
-            ended = f"OOM-killed at {self.policy.memory_bytes} bytes"
-        elif done.timed_out:
-            ended = f"past its deadline of {int(deadline_s * 1000)} ms"
-        outcomes = [
-            dataclasses.replace(o, variant=plan[o.variant - 1][0])  # the request's numbering
-            for o in variant_outcomes(
-                records,
-                (),
-                n,
-                ended=ended,
-                bound_text=f"clock bound {bound_ms} ms exceeded",
-                per_variant=members,
-            )
-        ]
-        for o in outcomes:
-            emit(Progress(o.property_id, 1, "done", f"variant {o.variant}: {o.outcome}"))
-        collect = int((time.monotonic() - t0) * 1000)
-        return outcomes, {
-            "container_start_ms": done.start_ms,
-            "run_ms": done.run_ms,
-            "collect_ms": collect,
-        }
 
-    def _guarded_run(  # noqa: PLR0917 - private, one call site
+        def outcomes(ran: _Ran) -> list[RunOutcome]:
+            out = [
+                dataclasses.replace(o, variant=plan[o.variant - 1][0])  # the request's numbering
+                for o in variant_outcomes(
+                    ran.records,
+                    (),
+                    n,
+                    ended=ran.ended(self.policy.memory_bytes, box.deadline_s),
+                    bound_text=f"clock bound {bound_ms} ms exceeded",
+                    per_variant=members,
+                )
+            ]
+            for o in out:
+                emit(Progress(o.property_id, 1, "done", f"variant {o.variant}: {o.outcome}"))
+            return out
+
+        got = self._guarded(
+            prepared,
+            state,
+            box,
+            outcomes,
+            emit=emit,
+            cancel=cancel,
+            ids=planned_ids(plan),
+            log_key=(first, 1, 1),
+            tail=tail,
+        )
+        with state.lock:
+            for o in got or ():
+                state.results[(o.property_id, 1, o.variant)] = o
+
+    # -- the one run path: a slot, a sandbox, its records, transport failures mapped once -------
+
+    def _guarded(
         self,
         prepared: Prepared,
-        index: int,
-        prop: PropertyRun,
-        run_index: int,
+        state: _RunState,
+        box: _Sandbox,
+        judge: Callable[[_Ran], _T],
+        *,
         emit: Callable[[Progress], None],
         cancel: threading.Event,
-        capture: OutputCapture,
-    ) -> tuple[RunOutcome | TransportRecord, dict[str, int]]:
-        """One run under a parallelism slot; infrastructure failures become transport records."""
+        ids: Sequence[str],
+        log_key: tuple[int, int, int],
+        tail: int,
+    ) -> _T | None:
+        """``box`` run under one of the ``max_parallel`` slots and ``judge``'s reading of it; its
+        phase times and output tails go to ``state``. An infrastructure failure (the engine, the
+        image, a cancel, an OOM kill of a single run, anything unexpected) is a transport record
+        of each of ``ids`` in ``state`` instead, and None is returned."""
+        capture = OutputCapture(tail)
+        got: _T | None = None
+        exc: SandboxError | None = None
+        ran: _Ran | None = None
         while not self._slots.acquire(timeout=0.5):
             if cancel.is_set():
-                return _transport(prop, run_index, SandboxError("internal", "cancelled")), {}
-        try:
-            return self._one_run(prepared, index, prop, run_index, emit, cancel, capture)
-        except SandboxError as exc:
-            log.warning("run transport failure", property=prop.id, run=run_index, kind=exc.kind)
-            return _transport(prop, run_index, exc), {}
-        except Exception as exc:
-            log.exception("run failed unexpectedly", property=prop.id, run=run_index)
-            return _transport(prop, run_index, SandboxError("internal", type(exc).__name__)), {}
-        finally:
-            self._slots.release()
+                exc = SandboxError("internal", "cancelled")
+                break
+        else:
+            try:
+                ran = self._sandbox(prepared, box, emit, cancel, capture)
+                got = judge(ran)
+            except SandboxError as err:
+                log.warning("run transport failure", sandbox=box.name, kind=err.kind)
+                exc = err
+            except Exception as err:
+                log.exception("run failed unexpectedly", sandbox=box.name)
+                exc = SandboxError("internal", type(err).__name__)
+            finally:
+                self._slots.release()
+        r = box.progress[1]
+        ms = ran.phase_ms() if ran is not None and exc is None else {}
+        with state.lock:
+            for k, v in ms.items():
+                state.phase_ms[k] += v
+            if capture.done.is_set():
+                state.logs.append((log_key, _run_log(ids, r, capture)))
+            if exc is not None:
+                for pid in ids:
+                    state.results[(pid, r, 0)] = _transport(pid, r, exc)
+        return got
 
-    def _one_run(  # noqa: PLR0917 - private, one call site
+    def _sandbox(
         self,
         prepared: Prepared,
-        index: int,
-        prop: PropertyRun,
-        run_index: int,
+        box: _Sandbox,
         emit: Callable[[Progress], None],
         cancel: threading.Event,
         capture: OutputCapture,
-    ) -> tuple[RunOutcome | TransportRecord, dict[str, int]]:
+    ) -> _Ran:
+        """One sandbox: the fixture bytes checked again, its run directory and files, the
+        container and its report stream; SandboxError for a failure of the infrastructure."""
         if self.observed_digest(prepared) != prepared.statement.digest:
             raise SandboxError("internal", "fixture bytes changed before this run; not run")
-        manifest = prepared.statement.manifest
-        paths = self._run_paths(prepared, f"{index}-{run_index}")
-        run_dir = paths.run_dir
+        paths = self._run_paths(prepared, box.name)
+        variants = box.files(paths)
         nonce = secrets.token_hex(16)
         spec = self._spec(
             prepared,
             paths,
-            prop.command,
+            box.argv,
             nonce,
-            batch=False,
-            deadline_s=manifest.clock_bound_ms / 1000,
-            labels={"patchgate.property": prop.id, "patchgate.run": str(run_index)},
+            batch=box.batch,
+            deadline_s=box.deadline_s,
+            labels=box.labels,
             output=capture,
+            variants=variants,
         )
-        channel = self.channels(run_dir, nonce, judged=prepared.inp.judge == "on")
+        channel = self.channels(paths.run_dir, nonce, judged=box.judged, variants=box.variants)
+        pid, r = box.progress
         try:
-            emit(Progress(prop.id, run_index, "start"))
+            emit(Progress(pid, r, "start", box.said))
             done = run_container(
-                self.runtime,
-                spec,
-                self.policy,
-                clock_bound_s=manifest.clock_bound_ms / 1000,
-                cancel=cancel,
+                self.runtime, spec, self.policy, clock_bound_s=box.deadline_s, cancel=cancel
             )
-            emit(Progress(prop.id, run_index, "run", f"exit {done.exit_code}"))
+            emit(Progress(pid, r, "run", f"{box.prefix}exit {done.exit_code}"))
             t0 = time.monotonic()
             records = channel.finish(_DRAIN_S)
         finally:
             channel.close()
+        return _Ran(done, records, t0)
+
+    def _single_outcome(
+        self,
+        prepared: Prepared,
+        prop: PropertyRun,
+        r: int,
+        ran: _Ran,
+        emit: Callable[[Progress], None],
+    ) -> RunOutcome:
+        """A single run's outcome from its records (an OOM kill is the infrastructure's)."""
+        manifest, done = prepared.statement.manifest, ran.done
+        bound_text = f"clock bound {manifest.clock_bound_ms} ms exceeded"
         if done.oom_killed:
             raise SandboxError(
                 "resource_exhausted", f"OOM-killed at {self.policy.memory_bytes} bytes"
             )
         if done.timed_out:
             outcome = RunOutcome.make(
-                prop.id,
-                run_index,
-                "exceeded_bound",
-                f"clock bound {manifest.clock_bound_ms} ms exceeded",
-                done.run_ms,
-                failure_kind="judge_error",
+                prop.id, r, "exceeded_bound", bound_text, done.run_ms, failure_kind="judge_error"
             )
         else:
             node_args = node_arguments(prop.command, manifest.allowed_commands)
             status, failure, executed = property_outcome(
-                records,
-                node_args,
-                done.exit_code,
-                PLUGIN_PATH,
-                bound_text=f"clock bound {manifest.clock_bound_ms} ms exceeded",
+                ran.records, node_args, done.exit_code, PLUGIN_PATH, bound_text=bound_text
             )
             outcome = RunOutcome.make(
                 prop.id,
-                run_index,
+                r,
                 status,
                 failure,
                 done.run_ms,
                 executed=executed,
-                tree_hash=tree_of(records, node_args),
-                cases=case_outcomes(records, node_args),
-                failure_kind=outcome_kind(records.resolved(), node_args, status),
+                tree_hash=tree_of(ran.records, node_args),
+                cases=case_outcomes(ran.records, node_args),
+                failure_kind=outcome_kind(ran.records.resolved(), node_args, status),
             )
-        collect = int((time.monotonic() - t0) * 1000)
-        emit(Progress(prop.id, run_index, "done", outcome.outcome))
-        return outcome, {
-            "container_start_ms": done.start_ms,
-            "run_ms": done.run_ms,
-            "collect_ms": collect,
-        }
+        emit(Progress(prop.id, r, "done", outcome.outcome))
+        return outcome
+
+    def _batch_verdicts(  # noqa: PLR0917 - private, one call site
+        self,
+        prepared: Prepared,
+        group: Group,
+        r: int,
+        ran: _Ran,
+        emit: Callable[[Progress], None],
+        deadline_s: float,
+    ) -> dict[str, BatchVerdict]:
+        """Each member's verdict from a batch's records: its outcome, or why it runs alone."""
+        manifest = prepared.statement.manifest
+        by_id = {p.id: p for p in prepared.inp.properties}
+        verdicts = batch_outcomes(
+            ran.records,
+            [
+                (pid, node_arguments(by_id[pid].command, manifest.allowed_commands))
+                for pid in group.ids
+            ],
+            ran.done.exit_code,
+            PLUGIN_PATH,
+            ended=ran.ended(self.policy.memory_bytes, deadline_s),
+            bound_text=f"clock bound {manifest.clock_bound_ms} ms exceeded",
+        )
+        for pid, v in verdicts.items():
+            if v.outcome is not None:
+                emit(Progress(pid, r, "done", v.outcome[0]))
+        return verdicts
+
+    @staticmethod
+    def _first(prepared: Prepared, group: Group) -> int:
+        """The request's index of the group's first property."""
+        return next(i for i, p in enumerate(prepared.inp.properties) if p.id == group.ids[0])
 
     def _python_mounts(self, prepared: Prepared) -> tuple[Mount, ...]:
         """The executor's Python (no environment signed), or the base one and the environment."""
@@ -867,134 +884,6 @@ class Executor:
         )
 
 
-VARIANT_MARGIN_S = 5.0  # with variants: a pair's start and end, beyond its bounds
-
-
-def variant_plan(inp: ExecuteInput, group: Group) -> list[tuple[int, list[str]]]:
-    """The variants the group's sandbox runs, in the request's order: (1-based index in the
-    request, the group's members whose tests run in it). A variant's scope is its own
-    (``Variant.scope``), else the request's ``variant_scope``, else every member; a variant
-    whose scope holds no member of the group does not run in the group's sandbox."""
-    plan = []
-    for n, v in enumerate(inp.variants, 1):
-        scoped = variant_members(group.ids, v.scope, inp.variant_scope)
-        if scoped:
-            plan.append((n, scoped))
-    return plan
-
-
-def _batch_files(
-    readable: Path,
-    plan: Sequence[tuple[int, Sequence[str]]],
-    own: Mapping[str, Sequence[str]],
-    *,
-    members: int,
-    bound_ms: int,
-    nodes: Sequence[str],
-) -> dict[tuple[str, ...], str]:
-    """One batch file per distinct scope of ``plan`` in ``readable`` (the first one is
-    ``BATCH_NAME``, the judge's default); each scope -> its sandbox path ("" for the default).
-    Each holds the group's bound and order and, when the scope is not every member of the group,
-    the node ids to ``run``: every module is collected, only the scope's tests run."""
-    files: dict[tuple[str, ...], str] = {}
-    for _, scoped in plan:
-        if tuple(scoped) in files:
-            continue
-        batch: dict[str, object] = {"bound_ms": bound_ms, "order": list(nodes)}
-        if len(scoped) < members:
-            batch["run"] = [n for pid in scoped for n in own[pid]]
-        name = BATCH_NAME if not files else f"batch-{len(files)}.json"
-        (readable / name).write_text(json.dumps(batch), encoding="utf-8")
-        (readable / name).chmod(0o444)
-        files[tuple(scoped)] = "" if name == BATCH_NAME else f"{INFO}/{name}"
-    return files
-
-
-def _planned_ids(plan: Sequence[tuple[int, Sequence[str]]]) -> list[str]:
-    """Every property some variant of ``plan`` runs, in the group's order."""
-    return list(dict.fromkeys(pid for _, scoped in plan for pid in scoped))
-
-
-def variants_deadline_s(bound_s: float, scoped: Sequence[int]) -> float:
-    """The sandbox deadline of one pair per entry of ``scoped`` (how many properties each
-    runs): per pair the sum of its bounds plus max(one bound, ``VARIANT_MARGIN_S``), plus
-    ``BATCH_MARGIN_S`` once."""
-    return sum(bound_s * k + max(bound_s, VARIANT_MARGIN_S) for k in scoped) + BATCH_MARGIN_S
-
-
-def variant_outcomes(
-    records: RecordLog,
-    members: Sequence[tuple[str, Sequence[str]]],
-    count: int,
-    *,
-    ended: str = "",
-    bound_text: str = "",
-    plugin: str = PLUGIN_PATH,
-    per_variant: Sequence[Sequence[tuple[str, Sequence[str]]]] = (),
-) -> list[RunOutcome]:
-    """Each member property's outcome under each of ``count`` variants (run 1; the members of
-    variant n are ``per_variant[n - 1]`` when given), from the
-    variants' logs of one sandbox: each judged like one batch run, with its pair's judge status
-    (the supervisor's ``judge`` record) as the exit status. A variant without a complete pair of
-    records (the sandbox ended, a reset failed, a channel problem) is ``error`` for each member;
-    a member its variant did not report is ``error`` too (never re-run alone)."""
-    out: list[RunOutcome] = []
-    everyone = members
-    for n in range(1, count + 1):
-        members = per_variant[n - 1] if per_variant else everyone
-        part = records.variant_logs[n - 1] if n <= len(records.variant_logs) else None
-        if records.problems:
-            missing = "report channel: " + "; ".join(records.problems)
-        elif part is None:
-            missing = records.reset_failure or f"the sandbox ended before it ({ended or 'exit'})"
-            missing = f"variant {n} did not run: {missing}"
-        else:
-            missing = ""
-        if part is None or missing:
-            out += [RunOutcome.make(pid, 1, "error", missing, failure_kind="judge_error",
-                                    variant=n) for pid, _ in members]  # fmt: skip
-            continue
-        code = part.judge_end[1] if part.judge_end is not None else None
-        verdicts = batch_outcomes(
-            part,
-            members,
-            code,
-            plugin,
-            ended="" if part.judge_end is not None else ended or "cut short",
-            bound_text=bound_text,
-        )
-        for pid, verdict in verdicts.items():
-            v = verdict
-            if v.outcome is None:
-                v = BatchVerdict(("error", v.alone, ()), "", v.duration_ms,
-                                 failure_kind="judge_error")  # fmt: skip
-            out.append(_from_verdict(pid, 1, v, variant=n))
-    return out
-
-
-def _from_verdict(pid: str, r: int, v: BatchVerdict, *, variant: int = 0) -> RunOutcome:
-    assert v.outcome is not None  # noqa: S101 - callers pass verdicts with an outcome
-    status, failure, executed = v.outcome
-    return RunOutcome.make(
-        pid, r, status, failure, v.duration_ms, executed=executed, tree_hash=v.tree,
-        cases=v.cases, failure_kind=v.failure_kind, variant=variant,
-    )  # fmt: skip
-
-
-def _write_variants(path: Path, variants: Sequence[Variant]) -> tuple[tuple[str, int, int], ...]:
-    """The variants' sources, one after another, in a file only the supervisor's uid reads
-    (0400 in its 0700 run directory); where each lies, with its sandbox path."""
-    index = []
-    offset = 0
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
-    with os.fdopen(fd, "wb") as fh:
-        for v in variants:
-            fh.write(v.source)
-            index.append((f"{WORKSPACE}/{v.path}", offset, len(v.source)))
-            offset += len(v.source)
-    return tuple(index)
-
-
 def _run_dir(run_dir: Path, *, mode: int) -> None:
     """A run's directory: 0755 for the sandbox user (judge off: the socket, targets, batch);
     judge on, the socket's is the supervisor's alone (``run_dir_mode``) and a second one holds
@@ -1044,7 +933,5 @@ def _place(blob: Path, dest: Path, mode: int) -> None:
     dest.chmod(mode)
 
 
-def _transport(prop: PropertyRun, run_index: int, exc: SandboxError) -> TransportRecord:
-    return TransportRecord(
-        kind=exc.kind, detail=exc.detail, property_id=prop.id, run_index=run_index
-    )
+def _transport(pid: str, run_index: int, exc: SandboxError) -> TransportRecord:
+    return TransportRecord(kind=exc.kind, detail=exc.detail, property_id=pid, run_index=run_index)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchgate.batching import node_arguments
+from patchgate.results import RunOutcome
 
 __all__ = [
     "MAX_RECORDS",
@@ -48,6 +49,7 @@ __all__ = [
     "RecordLog",
     "batch_outcomes",
     "case_outcomes",
+    "from_verdict",
     "node_arguments",
     "outcome_kind",
     "property_outcome",
@@ -463,6 +465,16 @@ def batch_outcomes(
             verdict = dataclasses.replace(verdict, failure_kind=kind)
         out[pid] = verdict
     return out
+
+
+def from_verdict(pid: str, r: int, v: BatchVerdict, *, variant: int = 0) -> RunOutcome:
+    """The run outcome of a batch verdict that has one (``variant``: 0 without variants)."""
+    assert v.outcome is not None  # noqa: S101 - callers pass verdicts with an outcome
+    status, failure, executed = v.outcome
+    return RunOutcome.make(
+        pid, r, status, failure, v.duration_ms, executed=executed, tree_hash=v.tree,
+        cases=v.cases, failure_kind=v.failure_kind, variant=variant,
+    )  # fmt: skip
 
 
 def _member_verdict(  # noqa: PLR0917 - private, one call site

@@ -12,11 +12,11 @@ import pytest
 
 from executord.errors import InvalidArgument
 from executord.runs.channel import ReportChannel
-from executord.runs.executor import variant_outcomes, variants_deadline_s
 from executord.runs.fakeruntime import FakeRun, FakeRuntime, variant_lines
 from executord.runs.records import RecordLog
 from executord.runs.request import PropertyRun, Variant
 from executord.runs.sandboxspec import RUN, SUPERVISOR_CONFIG, VARIANTS_NAME
+from executord.runs.variants import variant_outcomes, variants_deadline_s
 from patchgate.results import RunOutcome
 from patchgate.v1 import common_pb2
 from tests.unit.test_executord_runs import CMD, OK, _execute, _input, _rig

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from executord.runs.executor import variant_outcomes
 from executord.runs.records import RecordLog
+from executord.runs.variants import variant_outcomes
 from tests.unit import _inside_helpers
 from tests.unit._inside_helpers import INSIDE, load, run_supervisor, write_tree
 
