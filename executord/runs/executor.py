@@ -15,8 +15,6 @@ import dataclasses
 import json
 import re
 import secrets
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -27,23 +25,20 @@ from typing import TypeVar
 
 import structlog
 
-from executord.errors import FailedPrecondition, SandboxError
-from executord.inside import FILES, REPORTER_DIR
+from executord.errors import SandboxError
 from executord.runs.channel import (
     ChannelFactory,
     ReportChannel,
     write_targets,
 )
-from executord.runs.checks import check_request
 from executord.runs.environment import (
     ENV,
     EXECUTOR_ENVIRONMENT,
     Bare,
-    apply_overlay,
-    materialize_environment,
     python_path,
     sandbox_mounts,
 )
+from executord.runs.prepared import Prepared, cleanup, observed_digest, prepare
 from executord.runs.records import (
     BatchVerdict,
     RecordLog,
@@ -87,9 +82,7 @@ from executord.sandbox.container import (
 from executord.sandbox.output import TAIL_BYTES, OutputCapture, printable
 from executord.store.blobstore import BlobStore
 from patchgate.batching import Group, group_properties, run_order
-from patchgate.digest import FileEntry, Manifest, fixture_digest, hash_files
-from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelope
-from patchgate.errors import EnvelopeError
+from patchgate.envelope import Envelope
 from patchgate.keys import Keyring, Signer
 from patchgate.ledgers import now_utc
 from patchgate.report import sign_result
@@ -186,35 +179,6 @@ class Progress:
     message: str = ""
 
 
-@dataclass
-class Prepared:
-    """A verified, materialized request, ready to run."""
-
-    inp: ExecuteInput
-    statement: FixtureStatement
-    observed_digest: str
-    req_dir: Path
-    timings: dict[str, int] = field(default_factory=dict)
-    #: The source roots the signed environment names (None: no environment, the executor's own).
-    source_roots: tuple[str, ...] | None = None
-
-    @property
-    def workspace_dir(self) -> Path:
-        return self.req_dir / "workspace"
-
-    @property
-    def fixture_dir(self) -> Path:
-        return self.req_dir / "fixtures"
-
-    @property
-    def inside_dir(self) -> Path:
-        return self.req_dir / "inside"
-
-    @property
-    def environment_dir(self) -> Path:
-        return self.req_dir / "env" / "tree"
-
-
 class Executor:
     """The executor's logic; no grpc here (the service adapter is ``executord.service.adapter``)."""
 
@@ -288,91 +252,15 @@ class Executor:
 
     def prepare(self, inp: ExecuteInput) -> Prepared:
         """Verify and materialize; FailedPrecondition / InvalidArgument when anything is off."""
-        t0 = time.monotonic()
-        try:
-            statement = verify_fixture_envelope(inp.envelope, self.keyring)
-        except EnvelopeError as exc:
-            raise FailedPrecondition(f"fixture envelope refused: {exc}") from exc
-        manifest = statement.manifest
-        check_request(inp, manifest)
-        needed = [e.digest for e in inp.workspace] + [f.sha256 for f in manifest.files.values()]
-        needed += [e.digest for e in inp.environment]
-        missing = self.store.missing(needed)
-        if missing:
-            raise FailedPrecondition(
-                f"{len(missing)} blob(s) not in the store, e.g. {missing[0][:16]}"
-            )
-        req_dir = Path(tempfile.mkdtemp(prefix="req-", dir=self.work_dir))
-        prepared = Prepared(inp=inp, statement=statement, observed_digest="", req_dir=req_dir)
-        try:
-            with self.store.referenced(needed):
-                self._materialize(prepared)
-            observed = self.observed_digest(prepared)
-            if observed != statement.digest:
-                raise FailedPrecondition(
-                    f"fixture digest of the mounted bytes {observed[:16]} "
-                    f"!= signed {statement.digest[:16]}"
-                )
-        except BaseException:
-            self.cleanup(prepared)
-            raise
-        prepared.observed_digest = observed
-        prepared.timings["materialize_ms"] = int((time.monotonic() - t0) * 1000)
-        prepared.timings["upload_ms"] = self.store.upload_ms(needed)
-        return prepared
-
-    def _materialize(self, prepared: Prepared) -> None:
-        inp, manifest = prepared.inp, prepared.statement.manifest
-        ws, fx = prepared.workspace_dir, prepared.fixture_dir
-        ws.mkdir(mode=0o755)
-        fx.mkdir(mode=0o755)
-        for item in inp.workspace:
-            _place(
-                self.store.open_blob(item.digest),
-                ws / item.path,
-                0o755 if item.executable else 0o644,
-            )
-        prefix = inp.fixture_root + "/"
-        for path, entry in manifest.files.items():
-            _place(self.store.open_blob(entry.sha256), fx / path[len(prefix) :], 0o444)
-        if manifest.environment_digest is not None:
-            prepared.environment_dir.parent.mkdir(mode=0o755)
-            prepared.source_roots = materialize_environment(
-                inp.environment,
-                prepared.environment_dir,
-                lambda item, dest: _place(self.store.open_blob(item.digest), dest, 0o444),
-                manifest.environment_digest,
-            )
-            apply_overlay(
-                prepared.environment_dir,
-                ws,
-                (inp.fixture_root, fx),
-                lambda src, dest: _place(src, dest, 0o444),
-            )
-        mountpoint = ws / inp.fixture_root
-        mountpoint.mkdir(parents=True, exist_ok=True, mode=0o755)
-        # A copy beside the request, so that its path means the same to the engine wherever the
-        # executor itself runs (in compose, only the state directory is shared with the host).
-        prepared.inside_dir.mkdir(mode=0o755)
-        # every module of executord/inside/ (the reporter's FILES, the supervisor, the subject,
-        # the judge plugin, the wire), never its __init__: nothing there imports the package
-        names = {*FILES, *(p.name for p in REPORTER_DIR.glob("*.py") if p.name != "__init__.py")}
-        for name in sorted(names):
-            _place(REPORTER_DIR / name, prepared.inside_dir / name, 0o444)
+        return prepare(inp, keyring=self.keyring, store=self.store, work_dir=self.work_dir)
 
     def observed_digest(self, prepared: Prepared) -> str:
         """The digest v1 of the fixture bytes as they sit in the tree that gets mounted."""
-        m = prepared.statement.manifest
-        prefix = prepared.inp.fixture_root + "/"
-        try:
-            files = hash_files({p: prepared.fixture_dir / p[len(prefix) :] for p in m.files})
-        except OSError:
-            return "unreadable"
-        return fixture_digest(_with_files(m, files))
+        return observed_digest(prepared)
 
     def cleanup(self, prepared: Prepared) -> None:
         """Remove the materialized trees and results."""
-        shutil.rmtree(prepared.req_dir, ignore_errors=True)
+        cleanup(prepared)
 
     # -- runs -----------------------------------------------------------------------------------
 
@@ -907,30 +795,6 @@ def _run_log(ids: Sequence[str], run_index: int, capture: OutputCapture) -> exec
         stdout_bytes=out_n,
         stderr_bytes=err_n,
     )
-
-
-def _with_files(m: Manifest, files: dict[str, FileEntry]) -> Manifest:
-    return Manifest(
-        pin_id=m.pin_id,
-        algorithm=m.algorithm,
-        files=files,
-        seed=m.seed,
-        clock_bound_ms=m.clock_bound_ms,
-        allowed_commands=m.allowed_commands,
-    )
-
-
-def _place(blob: Path, dest: Path, mode: int) -> None:
-    """Copy one blob into the tree (a copy, so eviction or tampering in the store cannot follow)."""
-    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-    with contextlib.suppress(FileNotFoundError):
-        if dest.is_dir():
-            raise FailedPrecondition(f"workspace path {dest.name!r} is both a file and a directory")
-    try:
-        shutil.copyfile(blob, dest)
-    except (IsADirectoryError, NotADirectoryError) as exc:
-        raise FailedPrecondition(f"workspace paths conflict at {dest.name!r}") from exc
-    dest.chmod(mode)
 
 
 def _transport(pid: str, run_index: int, exc: SandboxError) -> TransportRecord:
