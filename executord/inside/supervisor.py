@@ -19,19 +19,18 @@ records. In order:
    past the run's deadline everything;
 6. reap every child (as PID 1, orphans too) and exit with the judge's exit status.
 
-With ``variants`` (mutation v2, ``wire.py`` "Variants"), steps 3 to 6 run once per variant, each
-pair after a ``variant`` record and with only its own variant's source on an inherited fd, and
-between pairs (and after the last) the reset: both roles' processes killed, then the reset helper
-(``zygote.py reset``) as each role's uid, unless the supervisor, reading the reset directories
-and SysV tables itself, is certain that uid left nothing there (``zygote.py``'s
-``reset_needed``). With ``zygotes`` each role's processes are forked
-from one zygote per role started before the first variant (``zygote.py``), and its resets from a
-lean zygote of the role (``zygote.py resets``, started at the role's first reset that is needed;
-else the role's zygote): the kills between pairs
-spare the zygotes, by pid; a zygote that fails is dropped and what it forked starts another way
-(the role's zygote, else fresh). When the judge's zygote started pytest's session, a collecting
-zygote is forked from it against a collection subject (``start_collecting``), the reset runs
-once before the first variant, and judges are forked by the collecting zygote.
+With ``variants`` (mutation v2, docs/reference/inside-wire.md, "Variants"), steps 3 to 6 run once
+per variant, each pair after a ``variant`` record and with only its own variant's source on an
+inherited fd, and between pairs (and after the last) the reset: both roles' processes killed, then
+the reset helper (``zygote.py reset``) as each role's uid, unless the supervisor, reading the reset
+directories and SysV tables itself, is certain that uid left nothing there (``zygote.py``'s
+``reset_needed``). With ``zygotes`` each role's processes are forked from one zygote per role
+started before the first variant (``zygote.py``), and its resets from a lean zygote of the role
+(``zygote.py resets``, started at the role's first reset that is needed; else the role's zygote):
+the kills between pairs spare the zygotes, by pid; a zygote that fails is dropped and what it
+forked starts another way (the role's zygote, else fresh). When the judge's zygote started pytest's
+session, a collecting zygote is forked from it against a collection subject (``start_collecting``),
+the reset runs once before the first variant, and judges are forked by the collecting zygote.
 
 Nothing the subject writes is relayed as an outcome: from the subject the supervisor reads only
 its executed report, and refuses anything else on that pipe (``garbage``).
