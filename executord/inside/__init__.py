@@ -1,25 +1,24 @@
 """The code that runs inside the sandbox, shipped with the executor and mounted read-only there.
 
-Standard library only (and pytest on the judge's side); none of it is imported by the executor,
-which only needs to know where the files live, which to mount and the plugin's name.
+Standard library only (and pytest on the judge's side); none of it is imported by the executor
+but ``wire`` (the supervisor's config and the record vocabulary), which the daemon reads.
 
-* ``wire.py`` — the protocol every process of a judged run (and the daemon, for the supervisor's
-  config and records) reads: framing, values, records, handles, callbacks, exceptions;
-* ``supervisor.py`` — PID 1 of a judged run: starts the judge and the subject as two uids,
-  relays the judge's records and adds its own, enforces the clock bound, reaps;
-* ``subject.py``, ``tracer.py`` and ``forwarding.py`` — the server that imports the patched
-  production code and answers calls, its executed tracer, and the forwarding of what it prints,
-  logs and warns to the judge;
-* ``patchgate_judge.py``, ``judgelink.py``, ``proxies.py`` — the judge's import hook, its end of
-  the call link, and the proxies of the subject's modules and objects;
-* ``zygote.py`` — what runs as a role's uid for the supervisor in a mutation batch (v2): the
-  zygote, started once per role, that forks the role's process for every variant (a batch starts
-  Python, pytest and its plugins once, not once per variant), and the reset helper run as each
-  role's uid between two variants (what that uid left in the writable places and its SysV IPC
-  objects removed);
-* ``patchgate_reporter.py`` — the pytest plugin that reports each test's outcome;
-  ``patchgate_channel.py`` takes the run's nonce and connects at interpreter start, imported by
-  ``sitecustomize.py`` (judge off), or writes to the supervisor's pipe (judge on).
+* ``wire`` — where every process of a judged run and the daemon meet: the call link's framing
+  and values, the supervisor's config, the records (docs/reference/inside-wire.md);
+* ``supervisor`` — PID 1 of a judged run: the config, one pair or one per variant; ``pair`` —
+  one judge/subject pair's life (relay, clock bound, reaping); ``zygotepool`` — the batch's
+  zygotes as the supervisor holds them; ``resetter`` — the reset between two variants;
+* ``zygote`` — the fork server a role's zygote runs (standard library only); ``warmstart`` — the
+  judge's zygote: pytest warmed, configured and collected once (the one module that touches
+  ``_pytest`` internals); ``reset`` — the helper that removes what a uid left behind;
+* ``subject``, ``tracer`` and ``forwarding`` — the server that imports the patched production
+  code and answers calls, its executed tracer, and the forwarding of what it prints, logs and
+  warns to the judge;
+* ``patchgate_judge``, ``judgelink``, ``proxies`` — the judge's import hook, its end of the call
+  link, and the proxies of the subject's modules and objects;
+* ``patchgate_reporter`` — the pytest plugin that reports each test's outcome;
+  ``patchgate_channel`` takes the run's nonce and connects at interpreter start, imported by
+  ``sitecustomize`` (judge off), or writes to the supervisor's pipe (judge on).
 
 Inside the sandbox they are top-level modules of one read-only mount; they load one another by
 file path under private ``_patchgate_*`` names, never from ``sys.path`` (so a production module
@@ -46,5 +45,10 @@ FILES = (
     "patchgate_judge.py",
     "judgelink.py",
     "proxies.py",
+    "zygotepool.py",
+    "pair.py",
+    "resetter.py",
     "zygote.py",
+    "warmstart.py",
+    "reset.py",
 )

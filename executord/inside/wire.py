@@ -1,259 +1,8 @@
 """The judge's wire: the one module the supervisor, the judge, the subject and the daemon all read.
 
-Standard library only. Inside the sandbox it is loaded by file path under the private name
-``_patchgate_wire`` (never from ``sys.path``, so a production module called ``wire`` is neither
-shadowed nor able to shadow it); the daemon imports it as ``executord.inside.wire``.
-
-Processes (DESIGN §6.7, §9)
----------------------------
-* **supervisor** (``supervisor.py``, PID 1, uid 0, only SETUID/SETGID/KILL): reads the run's
-  config (below), connects to the executor's report socket, then starts the subject and the judge
-  as two non-root uids, relays the judge's records and adds its own, enforces the clock bound,
-  reaps every child, exits with the judge's exit status.
-* **judge**: pytest with the pinned property files, ``-p patchgate_reporter -p patchgate_judge``.
-  ``patchgate_judge`` makes imports of the production top-level names resolve to proxy modules.
-* **subject** (``subject.py``): imports the patched production code on request, answers calls.
-
-Pipes, all inherited file descriptors (no filesystem socket the subject could open):
-``judge <-> subject`` (the call link, two pipes), ``judge -> supervisor`` (the judge's records),
-``subject -> supervisor`` (the subject's executed report). The fd numbers are passed in the
-children's environment: ``PATCHGATE_JUDGE_LINK=<read fd>,<write fd>``,
-``PATCHGATE_REPORT_FD=<fd>`` (judge), ``PATCHGATE_SUBJECT_LINK=<read fd>,<write fd>``,
-``PATCHGATE_SUBJECT_REPORT_FD=<fd>`` (subject); plus ``PATCHGATE_JUDGE_CONFIG`` /
-``PATCHGATE_SUBJECT_CONFIG``: a JSON object (``ROLE_KEYS`` below).
-
-Framing (the call link)
------------------------
-Each message is a 4-byte big-endian unsigned length, then that many bytes of UTF-8 JSON text
-holding one JSON object. A length over ``max_message`` (default 16 MiB) is refused before a byte
-of the body is read; so is invalid UTF-8, invalid JSON, a non-object, a duplicate key, a JSON
-nesting deeper than ``max_depth`` (default 64) or more than ``max_items`` (default 1,000,000)
-values in one message. A refusal is ``WireError`` (the link is then dead: never resynchronised,
-never truncated silently). The record pipes (judge/subject -> supervisor) carry one JSON object
-per line (``\\n``), each at most ``MAX_RECORD_LINE`` bytes, as the executor's channel does.
-
-Why JSON with tagged values: ``json.loads`` only ever builds dict, list, str, int, float, bool and
-None, so reading a message cannot run code or build an object of the sender's choosing (pickle
-can; marshal builds code objects). The tags keep what plain JSON loses.
-
-Values
-------
-Every value is a JSON array ``[tag, ...]``. Plain data goes BY VALUE and is recognised by its
-EXACT type (``type(v) is int``, never ``isinstance``: a patch's subclass of ``Decimal`` or ``int``
-is not plain data, it is a handle):
-
-=====  ==============================  =============================================================
-tag    type                            payload
-=====  ==============================  =============================================================
-n      None                            (none)
-b      bool                            true/false
-i      int                             ``hex`` string (at most 65536 bits)
-f      float                           ``float.hex`` string (keeps NaN, inf, -0.0)
-c      complex                         real hex, imag hex
-s      str                             the text (lone surrogates kept)
-y      bytes                           base64 text
-d      decimal.Decimal                 ``str`` of it (NaN, sNaN, -0, Infinity kept)
-q      fractions.Fraction              numerator string, denominator string
-dt     datetime.datetime               y, mo, d, h, mi, s, us, fold, tz
-da     datetime.date                   y, mo, d
-ti     datetime.time                   h, mi, s, us, fold, tz
-td     datetime.timedelta              days, seconds, microseconds
-       (tz: null, or [offset in microseconds, name or null]; only exact ``datetime.timezone``)
-u      uuid.UUID                       32 hex digits
-p      pathlib PurePosixPath,          class name, path text
-       PureWindowsPath, PosixPath,
-       WindowsPath
-t l    tuple, list                     [values]
-S F    set, frozenset                  [values]
-D      dict                            [[key, value], ...] (insertion order kept)
-r      record                          {"id": subject handle id or null, "type": TypeRef,
-                                       "kind": "dataclass"|"namedtuple"|"enum",
-                                       "fields": [[name, value], ...], "frozen": bool}
-h      subject handle                  {"id": int, "type": TypeRef, "callable": bool,
-                                       "cls": TypeRef (when the object is a class), "exc": bool
-                                       (a class that is an exception type), "package": bool (a
-                                       module that is a package)}; judge -> subject: {"id"} only
-j      judge object (callback)         {"id": int, "callable": bool, "name": type qualname,
-                                       "iter"|"next"|"len"|"contains": true when its type has
-                                       __iter__, __next__, __len__, __contains__}
-=====  ==============================  =============================================================
-
-``TypeRef`` = ``{"module": str, "qualname": str, "mro": [[module, qualname], ...]}`` (the class's
-MRO without ``object``; what ``isinstance``/``issubclass`` against a proxy class reads).
-
-A **record** is an instance of a dataclass whose ``__eq__`` is the generated one (and no own
-``__lt__``..., ``__hash__`` other than the generated/None), of a NamedTuple (a tuple subclass with
-``_fields`` and no own comparison methods), or an Enum member (``fields`` = ``[["name", n],
-["value", v]]``). Its fields must themselves be plain data, records or handles. The judge
-compares records itself: equal when type (module, qualname) and fields are equal; hashable when
-frozen (a frozen dataclass, a NamedTuple, an Enum). A record sent back to the subject is the
-original object when ``id`` is set, else rebuilt from its fields.
-
-A **handle** is any other object of the subject: an id in the subject's table. Its attribute
-reads, method calls, item access, iteration, ``len`` and calling are calls into the subject;
-comparing, hashing or truth-testing a handle in the judge raises ``TypeError`` saying to compare
-its fields. A handle sent back to the subject is resolved to the original object.
-
-A **judge object** (a callback, a sink the property passes in): any judge value that is not
-plain data, a record or a subject handle. The subject gets a proxy it may call; calling it sends
-a ``call`` to the judge, which runs it in the judge and answers (the link is re-entrant). A judge
-object whose type is iterable, an iterator, sized or a container (a generator, a ``range``, a
-dict's ``keys()`` the property passes in) is one in the subject too: ``iter``, ``next``, ``len``
-and ``in`` send an ``op`` to the judge and run there; its values cross like any value (no other
-operation: a callback stays truthy, and nothing but these four runs judge code for the subject).
-
-Caps while encoding: nesting depth ``max_depth``, ``max_items`` values, ``max_message`` bytes;
-past a cap the encoder raises ``WireError`` (never truncates). A self-referencing container is
-refused (depth).
-
-Messages (JSON objects on the call link; ``"k"`` is the kind, ``"id"`` a call id chosen by the
-side that asks, unique per side; replies carry the id they answer)
-----------------------------------------------------------------------------------------------
-judge -> subject:
-
-* ``{"k": "hello"}`` -> ``{"k": "ok", "value": ["s", version]}`` (first message, link check)
-* ``{"k": "import", "id", "module": name}`` -> the module as a handle
-* ``{"k": "getattr", "id", "obj": hid, "name": str}``,
-  ``{"k": "setattr", "id", "obj": hid, "name": str, "value": v}`` (on a handle, never on a module)
-* ``{"k": "call", "id", "obj": hid, "name": str|null, "args": [v], "kwargs": [[k, v]]}``
-  (``name`` set: call the attribute ``name`` of ``obj``; null: call ``obj`` itself)
-* ``{"k": "op", "id", "obj": hid, "op": OP, "args": [v]}`` with OP one of ``len``, ``iter``,
-  ``next`` (reply ``["n"]`` plus ``"stop": true`` at the end), ``getitem``, ``setitem``,
-  ``delitem``, ``contains``, ``repr``, ``str``, ``int``, ``float``, ``index``, ``format``,
-  ``bytes``, ``dir``, an ``operator`` function name (``add``, ``sub``, ``mul``, ``truediv``,
-  ``floordiv``, ``mod``, ``pow``, ``matmul``, ``and_``, ``or_``, ``xor``, ``lshift``,
-  ``rshift``, ``neg``, ``pos``, ``abs``, ``invert``) or the same with an ``r`` in front (the
-  reflected form: ``args[0] <op> obj``). Results cross like any value: ``int(h)`` of a handle is
-  an exact ``int`` in the judge or the call fails (never a subclass). ``isinstance`` against a
-  proxy class needs no call: the handle's TypeRef is the subject's answer, given when it was made
-* ``{"k": "release", "ids": [hid]}`` (no reply; ids the judge no longer holds)
-* ``{"k": "begin", "id", "nodeid": str}`` (a test's setup starts) and
-  ``{"k": "end", "id", "nodeid": str}`` (its teardown ended) -> ``ok``; the subject attributes
-  what ran in between to that test (its executed report, on its own pipe)
-* ``{"k": "bye"}`` (the judge is done; the subject exits 0)
-
-Every judge -> subject call may carry ``"ctx": {"env": {"set": {name: value}, "unset": [name]}
-| absent, "cwd": str | absent}``: how the judge's ``os.environ`` differs from the judge's own at
-its start (sent when that changed since the last call; ``monkeypatch.setenv``, the reporter's
-``PATCHGATE_OUTPUT``), applied on the subject's own start environment (its ``HOME`` and
-``TMPDIR`` stay its own), and the judge's working directory (when changed), before the call.
-
-subject -> judge:
-
-* ``{"k": "ok", "id", "value": v}`` / ``{"k": "raise", "id", "exc": Exc}``
-* ``{"k": "call", "id", "obj": jid, "args", "kwargs"}`` (a callback) -> the judge answers with
-  ``ok``/``raise`` carrying that id; the subject's pending call waits meanwhile
-* ``{"k": "op", "id", "obj": jid, "op": "iter"|"next"|"len"|"contains", "args": [v]}`` (a
-  judge object's protocol, answered like a ``call``; the end of an iterator is a ``raise`` of
-  ``StopIteration``, rebuilt as itself)
-* forwarded effects, sent as they happen during a call, before its reply:
-  ``{"k": "out", "stream": "stdout"|"stderr", "text": str}``,
-  ``{"k": "log", "name": str, "level": int, "msg": str}``,
-  ``{"k": "warn", "category": TypeRef, "message": str, "filename": str, "lineno": int}``
-
-``Exc`` = ``{"type": TypeRef, "builtin": bool, "message": str, "args": [v] (plain data only, else
-``["s", repr]``), "traceback": str (the last frames, capped), "handle": hid | null}``. The judge
-raises the same builtin type when ``builtin`` (an exception class of ``builtins``), else a proxy
-exception class named after the production class (module and qualname; bases: the proxy classes
-of its MRO, ending in the nearest builtin exception type), with the message; the instance carries
-``_patchgate_subject = True`` (``SUBJECT_MARK``) and ``_patchgate_traceback``. Uncaught, a marked
-exception makes the test ``error`` whatever its type.
-
-A judge callback that raised answers ``{"k": "raise", "id", "exc": {"type": TypeRef, "builtin":
-bool, "message": str, "handle": hid | null}}``: ``handle`` set when the exception is one the
-subject raised (it is re-raised there as the original object), else a builtin type is rebuilt by
-name and anything else is a ``RuntimeError`` naming it. Handle ids are fresh per export (each
-judge proxy releases its own).
-
-Every call the judge makes has a timeout (``call_timeout_ms`` of its role config): no answer in
-time, EOF, or a refused message raises ``SubjectLost`` (a marked ``RuntimeError``) and the link
-is dead for the rest of the run.
-
-Supervisor config (a JSON file the executor writes; path in ``argv[1]`` of the supervisor)
------------------------------------------------------------------------------------------
-``CONFIG_KEYS``: ``v`` (1), ``socket`` (the executor's report socket, required), ``nonce`` (the
-run's nonce; else taken from ``PATCHGATE_REPORT_NONCE`` of the supervisor's environment),
-``switch_users`` (bool; false is TEST ONLY: children run as the supervisor's own uid and the config
-must also say ``"test_only": true``), ``judge`` and ``subject``: each ``{"argv": [str], "uid": int,
-"gid": int, "groups": [int], "env": {str: str}, "cwd": str}``, ``bound_ms`` (per-test clock bound;
-0 = none), ``grace_ms`` (how long past the bound the supervisor waits for the judge's own alarm
-before it kills the subject), ``deadline_ms`` (the whole run; 0 = none), ``call_timeout_ms``,
-``production`` (the top-level production names), ``source_roots`` (absolute paths the subject puts
-first on ``sys.path``), ``targets`` (path of ``targets.json``, or ""), ``caps`` ({``max_message``,
-``max_depth``, ``max_items``}, optional), and for mutation v2 (DESIGN §6.9): ``variants_file``
-(path of the variants' sources, readable by uid 0 only, like this config), ``variants`` (a list of
-``{"path": absolute path of the production file, "offset": int, "size": int}``: where each
-variant's source lies in ``variants_file``; optionally ``"batch"``: the absolute path of that
-variant's own batch file, which its judge gets as ``PATCHGATE_REPORT_BATCH`` in place of the
-judge's), ``variant_bound_ms`` (each test's clock bound with
-variants: min(``bound_ms``, this) when > 0), ``reset_dirs`` (the writable places emptied between
-variants: the entries each role's uid owns; default none), ``zygotes`` (bool, default false: fork
-each variant's processes and resets from one zygote per role, ``zygote.py``).
-
-Variants (mutation v2)
-----------------------
-With ``variants`` the supervisor runs one judge/subject pair per variant, in order, one at a time:
-before each pair it sends ``{"kind": "variant", "index": n}`` (1-based), then the pair's records
-exactly as for a run without variants (the judge's ``start`` ... ``finish``, its own records, and
-the pair's final ``judge`` record). The subject of pair n gets ONLY variant n, through an
-inherited file descriptor (``PATCHGATE_SUBJECT_VARIANT_FD``; a memfd, else a pipe): one JSON line
-``{"path": str}``, then the source bytes to the end. The subject reads it and closes it before it
-imports anything of production; no environment variable holds a source, and the variants file is
-the supervisor's alone. The subject's meta-path finder (the same for every variant: controls are
-variants whose source equals the file) serves the module whose file is ``path`` with
-``compile(source, path, "exec")``; the file on disk is never changed, and the source is dropped
-once compiled (a re-import runs the same code object).
-
-Between two pairs (and after the last) the supervisor resets: every process of the subject's and
-the judge's uids killed (``switch_users``; else their sessions), then a helper (``zygote.py reset``)
-started as each of the two uids removes what that uid owns in ``reset_dirs`` and its own
-``HOME``/``TMPDIR`` (``/tmp``: the per-test output areas and ``tmp_path`` dirs included;
-``/dev/shm``, ``/dev/mqueue``), and (``switch_users``) the SysV shared memory segments,
-semaphore sets and message queues the uid owns or created (``/proc/sysvipc``, ``IPC_RMID``). A
-reset that fails ends the run: ``{"kind": "reset", "ok": false, "detail": str}``, and no later
-variant runs (the daemon makes them ``error``). The run's ``deadline_ms`` covers every pair; past
-it the pair running is ended (``judge`` ``hang``) and no later pair starts. The supervisor then
-exits 0 when every pair ran (each pair's judge status is in its ``judge`` record), else 1.
-
-With ``zygotes`` the pairs and the resets are forked (``zygote.py``): each role's zygote starts
-once, as that role's uid, before the first variant; the killing between pairs spares the two
-zygotes (and only them, by pid). A zygote that is unfit, dies or does not answer is not used
-again: the rest of the batch starts fresh interpreters, as without ``zygotes``. The records are
-the same either way.
-
-Role configs (``ROLE_KEYS``) the supervisor passes: judge ``{"production", "call_timeout_ms",
-"caps"}``; subject ``{"production", "source_roots", "targets", "caps"}``.
-
-Records (one JSON line each, stamped by the supervisor with ``v``, ``nonce``, ``seq``)
--------------------------------------------------------------------------------------
-The judge's reporter writes its records (``start``, ``collect``, ``item``, ``finish``, as today,
-without nonce or seq; ``item`` gains ``failure_kind``: ``predicate`` | ``subject`` |
-``judge_error`` | "" for a pass or skip) and ``begin`` (``{"kind": "begin", "nodeid"}``, a test
-starts: the supervisor starts its clock and does not relay it). The supervisor relays the judge's
-records in order and adds (never before the judge's ``start``; buffered until then, and flushed
-at the end if the judge never started):
-
-* ``{"kind": "executed", "phase": "import"|"test", "nodeid": str ("" for import), "targets":
-  [name]}``: the subject's executed report (the daemon counts ``import`` for every test of the
-  run). A necessary condition, never evidence on its own: the subject may lie about it.
-* ``{"kind": "subject", "event": "exit"|"crash"|"hang", "nodeid": str (the test running, ""
-  between tests), "detail": str, "returncode": int|null}``: the subject ended (exit: status;
-  crash: killed by a signal, or killed by the supervisor because it outlived the judge) or was
-  killed past bound + grace (hang). A test named by one is ``error`` (``exceeded_bound`` for
-  ``hang``), never ``pass``. When the judge saw the subject's link close before the subject
-  could be reaped, the supervisor still names the test (it waits for a subject that has begun
-  to exit before it relays that test's ``item``). After a subject event the subject is gone for
-  the rest of the run: later tests that call production code are ``error`` (``SubjectLost``,
-  saying where it went); a daemon may re-run them alone.
-* ``{"kind": "judge", "event": "exit"|"crash"|"hang", "returncode": int|null, "detail": str}``
-  once at the end: how the judge ended (its exit status is also the supervisor's; with variants,
-  once per pair, and the supervisor's status is as the Variants section says).
-* with variants: ``{"kind": "variant", "index": n}`` before each pair's records, and
-  ``{"kind": "reset", "ok": false, "detail": str}`` when a reset failed (nothing follows).
-
-Anything the subject writes to its report pipe other than a well-formed executed record is
-dropped and noted once as ``{"kind": "subject", "event": "garbage", ...}``; nothing the subject
-writes is ever relayed as an outcome.
+Standard library only: the call link's framing and values, the supervisor's config
+(``SupervisorConfig``), the report records (``Kind``), the role configs. The protocol is told in
+docs/reference/inside-wire.md.
 """
 
 from __future__ import annotations
@@ -263,6 +12,7 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import decimal
+import enum
 import fractions
 import json
 import os
@@ -272,18 +22,28 @@ import struct
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 __all__ = [
     "CONFIG_KEYS",
+    "FAILURE_KINDS",
+    "ITEM_OUTCOMES",
+    "JUDGE_EVENTS",
     "MAX_RECORD_LINE",
     "PROTOCOL",
     "ROLE_KEYS",
+    "SUBJECT_EVENTS",
     "SUBJECT_MARK",
+    "SUPERVISOR_KINDS",
+    "VARIANT_KINDS",
     "Caps",
     "Decoder",
     "Encoder",
+    "Kind",
     "Link",
+    "RoleConfig",
+    "SupervisorConfig",
+    "VariantEntry",
     "WireError",
     "dumps",
     "frame",
@@ -298,34 +58,88 @@ __all__ = [
 ]
 
 SUBJECT_MARK = "_patchgate_subject"
-CONFIG_KEYS = frozenset(
-    {
-        "v",
-        "socket",
-        "nonce",
-        "switch_users",
-        "test_only",
-        "judge",
-        "subject",
-        "bound_ms",
-        "grace_ms",
-        "deadline_ms",
-        "call_timeout_ms",
-        "production",
-        "source_roots",
-        "targets",
-        "caps",
-        "variants_file",
-        "variants",
-        "variant_bound_ms",
-        "reset_dirs",
-        "zygotes",
-    }
-)
+
+
+# -- the supervisor's config (the daemon writes it, the supervisor reads it) ---------------------
+
+
+class RoleConfig(TypedDict):
+    """How the supervisor starts one role (the judge or the subject)."""
+
+    argv: list[str]
+    uid: int
+    gid: int
+    groups: list[int]
+    env: dict[str, str]
+    cwd: str
+
+
+class VariantEntry(TypedDict):
+    """Where one variant's source lies in the variants file, and its batch file ("" default)."""
+
+    path: str
+    offset: int
+    size: int
+    batch: NotRequired[str]
+
+
+class SupervisorConfig(TypedDict, total=False):
+    """The supervisor's config (``supervisor.json``); docs/reference/inside-wire.md says what
+    each key means."""
+
+    v: int
+    socket: str
+    nonce: str
+    switch_users: bool
+    test_only: bool
+    judge: RoleConfig
+    subject: RoleConfig
+    bound_ms: int
+    grace_ms: int
+    deadline_ms: int
+    call_timeout_ms: int
+    production: list[str]
+    source_roots: list[str]
+    targets: str
+    caps: dict[str, int]
+    variants_file: str
+    variants: list[VariantEntry]
+    variant_bound_ms: int
+    reset_dirs: list[str]
+    zygotes: bool
+
+
+CONFIG_KEYS = SupervisorConfig.__required_keys__ | SupervisorConfig.__optional_keys__
 ROLE_KEYS = {
     "judge": frozenset({"production", "call_timeout_ms", "caps"}),
     "subject": frozenset({"production", "source_roots", "targets", "caps"}),
 }
+
+
+# -- the records of a run's report stream (reporter, supervisor) ---------------------------------
+
+
+class Kind(enum.StrEnum):
+    """A report record's ``kind``: the reporter's, then those the supervisor adds."""
+
+    START = "start"
+    COLLECT = "collect"
+    BEGIN = "begin"
+    ITEM = "item"
+    FINISH = "finish"
+    EXECUTED = "executed"
+    SUBJECT = "subject"
+    JUDGE = "judge"
+    VARIANT = "variant"
+    RESET = "reset"
+
+
+SUPERVISOR_KINDS = frozenset({Kind.EXECUTED, Kind.SUBJECT, Kind.JUDGE})  # after the finish too
+VARIANT_KINDS = frozenset({Kind.VARIANT, Kind.RESET})  # the supervisor's, between pairs
+ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip", "exceeded_bound"})
+FAILURE_KINDS = frozenset({"", "predicate", "subject", "judge_error"})
+SUBJECT_EVENTS = frozenset({"exit", "crash", "hang", "lost", "garbage"})
+JUDGE_EVENTS = frozenset({"exit", "crash", "hang"})
 
 MAX_MESSAGE = 16 << 20
 MAX_DEPTH = 64

@@ -18,7 +18,7 @@ against every item of the run, an item the reporter marked ``exceeded_bound`` (i
 makes its property ``exceeded_bound``, and ``batch_outcomes`` decides which properties keep the
 batch's outcome and which are re-run alone (docs/executor.md, "Batched runs").
 
-With variants (mutation v2, ``executord/inside/wire.py`` "Variants") the supervisor's stream is
+With variants (mutation v2, docs/reference/inside-wire.md, "Variants") the supervisor's stream is
 cut by ``variant`` records: the records after ``{"kind": "variant", "index": n}`` go to
 ``RecordLog.variant_logs[n - 1]``, a log of its own judged by the same rules as one run (its own
 start, items, finish and ``judge`` record); the nonce, the sequence and the caps are the whole
@@ -37,7 +37,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from executord.inside.wire import (
+    FAILURE_KINDS,
+    ITEM_OUTCOMES,
+    JUDGE_EVENTS,
+    MAX_RECORD_LINE,
+    SUBJECT_EVENTS,
+    SUPERVISOR_KINDS,
+    VARIANT_KINDS,
+    Kind,
+)
 from patchgate.batching import node_arguments
+from patchgate.results import RunOutcome
 
 __all__ = [
     "MAX_RECORDS",
@@ -48,25 +59,20 @@ __all__ = [
     "RecordLog",
     "batch_outcomes",
     "case_outcomes",
+    "from_verdict",
     "node_arguments",
     "outcome_kind",
     "property_outcome",
     "tree_of",
 ]
 
-MAX_RECORD_BYTES = 128 << 10
+MAX_RECORD_BYTES = MAX_RECORD_LINE
 MAX_RECORDS = 10_000
 MAX_FAILURE_CHARS = 4096
 MAX_NODEID_CHARS = 4096
 MISSING = "missing from the test report: "
 _MAX_PROBLEMS = 4
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_ITEM_OUTCOMES = frozenset({"pass", "fail", "error", "skip", "exceeded_bound"})
-_FAILURE_KINDS = frozenset({"", "predicate", "subject", "judge_error"})
-_SUPERVISOR_KINDS = frozenset({"executed", "subject", "judge"})  # may follow the judge's finish
-_VARIANT_KINDS = frozenset({"variant", "reset"})  # the supervisor's, between pairs
-_SUBJECT_EVENTS = frozenset({"exit", "crash", "hang", "lost", "garbage"})
-_JUDGE_EVENTS = frozenset({"exit", "crash", "hang"})
 _PYTEST_OK, _PYTEST_FAILED = 0, 1
 
 
@@ -178,7 +184,7 @@ class RecordLog:
         if rec.get("seq") != self.count - 1:
             self.problem("report records out of sequence")
             return
-        if self.judged and (self.variant_logs or rec.get("kind") in _VARIANT_KINDS):
+        if self.judged and (self.variant_logs or rec.get("kind") in VARIANT_KINDS):
             self._variant_record(rec)
             return
         self.take(rec)
@@ -187,14 +193,14 @@ class RecordLog:
         kind = rec.get("kind")
         if self.reset_failure:
             self.problem("a report record after a failed reset")
-        elif kind == "variant":
+        elif kind == Kind.VARIANT:
             if self.count > 1 and not self.variant_logs:
                 self.problem("report records before the first variant")
             elif rec.get("index") != len(self.variant_logs) + 1:
                 self.problem("variants out of order")
             else:
                 self.variant_logs.append(RecordLog(nonce=self.nonce, judged=True))
-        elif kind == "reset":
+        elif kind == Kind.RESET:
             detail = rec.get("detail")
             self.reset_failure = (detail if isinstance(detail, str) else "")[:MAX_FAILURE_CHARS]
             self.reset_failure = self.reset_failure or "the reset between variants failed"
@@ -204,7 +210,7 @@ class RecordLog:
     def take(self, rec: dict[str, Any]) -> None:
         """One record whose nonce and sequence were checked (by this log or the whole stream's)."""
         if self.exitstatus is not None and not (
-            self.judged and rec.get("kind") in _SUPERVISOR_KINDS and self.judge_end is None
+            self.judged and rec.get("kind") in SUPERVISOR_KINDS and self.judge_end is None
         ):
             self.problem("a report record after the final one")
             return
@@ -215,29 +221,29 @@ class RecordLog:
 
     def _accept(self, rec: dict[str, Any]) -> None:
         kind = rec["kind"]
-        if (kind == "start") == self.started:
+        if (kind == Kind.START) == self.started:
             self.problem("the report does not begin with exactly one start record")
-        elif kind == "start":
+        elif kind == Kind.START:
             self.started, self.plugin = True, _text(rec["plugin"], MAX_NODEID_CHARS)
-        elif kind == "collect":
+        elif kind == Kind.COLLECT:
             self.collect_errors.append(
                 (_text(rec["nodeid"], MAX_NODEID_CHARS), _text(rec["failure"], MAX_FAILURE_CHARS))
             )
-        elif kind == "item":
+        elif kind == Kind.ITEM:
             self._item(rec)
-        elif kind == "finish":
+        elif kind == Kind.FINISH:
             status = rec["exitstatus"]
             if type(status) is not int:
                 raise TypeError("exitstatus")
             self.exitstatus = status
-        elif self.judged and kind in _SUPERVISOR_KINDS:
+        elif self.judged and kind in SUPERVISOR_KINDS:
             self._supervisor(kind, rec)
         else:
             raise ValueError(kind)
 
     def _supervisor(self, kind: str, rec: dict[str, Any]) -> None:
         """A record the supervisor added (judge on; ``executord/inside/wire.py``)."""
-        if kind == "executed":
+        if kind == Kind.EXECUTED:
             names = rec["targets"]
             if not isinstance(names, list):
                 raise TypeError("targets")
@@ -250,9 +256,9 @@ class RecordLog:
                 )
             else:
                 raise ValueError("phase")
-        elif kind == "subject":
+        elif kind == Kind.SUBJECT:
             event, nodeid = str(rec["event"]), _text(rec["nodeid"], MAX_NODEID_CHARS)
-            if event not in _SUBJECT_EVENTS:
+            if event not in SUBJECT_EVENTS:
                 raise ValueError(event)
             code = rec.get("returncode")
             if event == "exit" and code == 0 and not nodeid:
@@ -268,7 +274,7 @@ class RecordLog:
                 self.problem(why + " outside any test")
         else:
             event, code = str(rec["event"]), rec.get("returncode")
-            if event not in _JUDGE_EVENTS or not (code is None or type(code) is int):
+            if event not in JUDGE_EVENTS or not (code is None or type(code) is int):
                 raise ValueError(event)
             self.judge_end = (event, code)
 
@@ -280,7 +286,7 @@ class RecordLog:
         if not isinstance(tree, str) or (tree and not _HEX64.fullmatch(tree)):
             raise TypeError("tree")
         kind = rec.get("failure_kind", "")
-        if kind not in _FAILURE_KINDS:
+        if kind not in FAILURE_KINDS:
             raise ValueError("failure_kind")
         outcome = str(rec["outcome"])
         if kind == "subject" and outcome == "fail":
@@ -294,7 +300,7 @@ class RecordLog:
             tree=tree,
             failure_kind=str(kind),
         )
-        if item.outcome not in _ITEM_OUTCOMES:
+        if item.outcome not in ITEM_OUTCOMES:
             raise ValueError(item.outcome)
         first = self.items.setdefault(item.nodeid, item)
         if first.outcome != item.outcome:
@@ -463,6 +469,16 @@ def batch_outcomes(
             verdict = dataclasses.replace(verdict, failure_kind=kind)
         out[pid] = verdict
     return out
+
+
+def from_verdict(pid: str, r: int, v: BatchVerdict, *, variant: int = 0) -> RunOutcome:
+    """The run outcome of a batch verdict that has one (``variant``: 0 without variants)."""
+    assert v.outcome is not None  # noqa: S101 - callers pass verdicts with an outcome
+    status, failure, executed = v.outcome
+    return RunOutcome.make(
+        pid, r, status, failure, v.duration_ms, executed=executed, tree_hash=v.tree,
+        cases=v.cases, failure_kind=v.failure_kind, variant=variant,
+    )  # fmt: skip
 
 
 def _member_verdict(  # noqa: PLR0917 - private, one call site

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from executord.inside import MODULE
+from executord.inside.wire import RoleConfig, SupervisorConfig, VariantEntry
 from executord.runs.channel import SOCKET_NAME, TARGETS_NAME
 from executord.sandbox.container import (
     JUDGE_HOME,
@@ -205,8 +206,8 @@ class SandboxLayout:
         *,
         with_targets: bool,
         batch: bool,
-    ) -> dict[str, object]:
-        """The supervisor's config, the format of ``executord/inside/wire.py``."""
+    ) -> SupervisorConfig:
+        """The supervisor's config (``executord.inside.wire.SupervisorConfig``)."""
         p = self.policy
         judge_env = {
             **self._common(seed),
@@ -219,51 +220,54 @@ class SandboxLayout:
         if self.subject_path:
             subject_env["PYTHONPATH"] = ":".join(self.subject_path)
         roots = [WORKSPACE if r == "." else f"{WORKSPACE}/{r}" for r in judge.source_roots]
-        return {
-            "v": 1,
-            "socket": f"{RUN}/{SOCKET_NAME}",
-            "switch_users": True,
-            "judge": {
-                "argv": list(with_judge(argv)),
-                "uid": p.judge_uid,
-                "gid": p.judge_uid,
-                "groups": [p.shared_gid],
-                "env": judge_env,
-                "cwd": WORKSPACE,
-            },
-            "subject": {
-                "argv": [argv[0], f"{INSIDE}/{SUBJECT}"],
-                "uid": p.subject_uid,
-                "gid": p.subject_uid,
-                "groups": [p.shared_gid],
-                "env": subject_env,
-                "cwd": WORKSPACE,
-            },
-            "bound_ms": judge.bound_ms,
-            "grace_ms": GRACE_MS,
-            "deadline_ms": judge.deadline_ms,
-            "call_timeout_ms": judge.bound_ms,
-            "production": list(judge.production),
-            "source_roots": roots,
-            "targets": f"{INFO}/{TARGETS_NAME}" if with_targets else "",
-            **_variant_config(judge),
-        }
+        config = SupervisorConfig(
+            v=1,
+            socket=f"{RUN}/{SOCKET_NAME}",
+            switch_users=True,
+            judge=RoleConfig(
+                argv=list(with_judge(argv)),
+                uid=p.judge_uid,
+                gid=p.judge_uid,
+                groups=[p.shared_gid],
+                env=judge_env,
+                cwd=WORKSPACE,
+            ),
+            subject=RoleConfig(
+                argv=[argv[0], f"{INSIDE}/{SUBJECT}"],
+                uid=p.subject_uid,
+                gid=p.subject_uid,
+                groups=[p.shared_gid],
+                env=subject_env,
+                cwd=WORKSPACE,
+            ),
+            bound_ms=judge.bound_ms,
+            grace_ms=GRACE_MS,
+            deadline_ms=judge.deadline_ms,
+            call_timeout_ms=judge.bound_ms,
+            production=list(judge.production),
+            source_roots=roots,
+            targets=f"{INFO}/{TARGETS_NAME}" if with_targets else "",
+        )
+        if judge.variants:
+            config.update(_variant_config(judge))
+        return config
 
 
-def _variant_config(judge: JudgeRun) -> dict[str, object]:
-    """The supervisor's variant keys (``wire.py`` "Variants"); none without variants."""
-    if not judge.variants:
-        return {}
-    return {
-        "variants_file": f"{RUN}/{VARIANTS_NAME}",
-        "variants": [
-            {"path": p, "offset": o, "size": n, **({"batch": b} if b else {})}
-            for p, o, n, b in judge.variants
-        ],
-        "variant_bound_ms": judge.variant_bound_ms,
-        "reset_dirs": list(RESET_DIRS),
-        "zygotes": True,
-    }
+def _variant_config(judge: JudgeRun) -> SupervisorConfig:
+    """The supervisor's variant keys (docs/reference/inside-wire.md, "Variants")."""
+    variants = []
+    for path, offset, size, batch in judge.variants:
+        entry = VariantEntry(path=path, offset=offset, size=size)
+        if batch:
+            entry["batch"] = batch
+        variants.append(entry)
+    return SupervisorConfig(
+        variants_file=f"{RUN}/{VARIANTS_NAME}",
+        variants=variants,
+        variant_bound_ms=judge.variant_bound_ms,
+        reset_dirs=list(RESET_DIRS),
+        zygotes=True,
+    )
 
 
 def with_judge(argv: tuple[str, ...]) -> tuple[str, ...]:

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from executord.errors import InvalidArgument
+from executord.inside.wire import CONFIG_KEYS
 from executord.runs.fakeruntime import FakeRun, FakeRuntime, reporter_lines
 from executord.runs.records import RecordLog, batch_outcomes, property_outcome
 from executord.runs.sandboxspec import PLUGIN_PATH
 from executord.sandbox.container import SandboxPolicy
+from tests.unit._inside_helpers import load
 from tests.unit.test_executord_runs import OK, _execute, _input, _rig
 
 NODE = OK.command[-1]
@@ -93,8 +95,9 @@ def test_judge_off_is_the_old_single_process_run(tmp_path: Path) -> None:
 
 
 def test_supervisor_config_follows_the_wire_format(tmp_path: Path) -> None:
-    """The config holds the CONFIG_KEYS of executord/inside/wire.py, never the nonce; the socket's
-    directory is the supervisor's alone (0700 under a root executor), the info one readable."""
+    """The config is a ``wire.SupervisorConfig`` the supervisor loads as written, never with the
+    nonce; the socket's directory is the supervisor's alone (0700 under a root executor), the
+    info one readable."""
     seen: dict[str, Any] = {}
 
     def script(spec: Any) -> FakeRun:
@@ -108,9 +111,9 @@ def test_supervisor_config_follows_the_wire_format(tmp_path: Path) -> None:
     rig = _rig(tmp_path, FakeRuntime(script=script))
     _execute(rig, runs=1, source_roots=("src",), production=("billing",))
     config = seen["config"]
-    wire = (Path(__file__).parents[2] / "executord/inside/wire.py").read_text()
-    for key in config:
-        assert f'"{key}"' in wire, key
+    assert set(config) <= CONFIG_KEYS
+    (tmp_path / "written.json").write_text(json.dumps(config))
+    assert load("supervisor").load_config(str(tmp_path / "written.json")) == config
     assert seen["nonce"] not in json.dumps(config)
     assert config["socket"] == "/patchgate/run/report.sock"
     assert config["switch_users"] is True

@@ -12,11 +12,18 @@ import pytest
 
 from executord.errors import InvalidArgument
 from executord.runs.channel import ReportChannel
-from executord.runs.executor import variant_outcomes, variants_deadline_s
 from executord.runs.fakeruntime import FakeRun, FakeRuntime, variant_lines
 from executord.runs.records import RecordLog
 from executord.runs.request import PropertyRun, Variant
 from executord.runs.sandboxspec import RUN, SUPERVISOR_CONFIG, VARIANTS_NAME
+from executord.runs.variants import (
+    batch_files,
+    planned_ids,
+    variant_outcomes,
+    variant_plan,
+    variants_deadline_s,
+)
+from patchgate.batching import Group
 from patchgate.results import RunOutcome
 from patchgate.v1 import common_pb2
 from tests.unit.test_executord_runs import CMD, OK, _execute, _input, _rig
@@ -432,3 +439,30 @@ def test_the_client_keeps_asked_variants_and_names_the_missing_ones() -> None:
     own = _variants_checked(result, [("a", 1), ("b", 1)], [["b"], ["a", "b"]])
     assert sorted((o.property_id, o.variant) for o in own.outcomes) == [("a", 2), ("b", 1)]
     assert [(t.property_id, t.detail) for t in own.transport] == [("b", "variant 2 not reported")]
+
+
+def test_a_variant_plan_keeps_the_request_s_numbering_and_skips_out_of_scope_variants(
+    tmp_path: Path,
+) -> None:
+    """``executord/runs/variants.py``: a variant scoped to no member of the group does not run
+    in its sandbox; the others keep their 1-based index in the request, with their members."""
+    rig = _rig(tmp_path)
+    other = PropertyRun("p.other", (*CMD, "properties/test_x.py::test_other"))
+    inp = _input(
+        rig,
+        properties=(OK, other),
+        variants=(
+            Variant(BILLING, b"x = 2\n", scope=("p.elsewhere",)),
+            Variant(BILLING, b"x = 3\n", scope=(other.id,)),
+            Variant(BILLING, b"x = 4\n"),
+        ),
+    )
+    group = Group(CMD, ((OK.id, ()), (other.id, ())))
+    plan = variant_plan(inp, group)
+    assert plan == [(2, [other.id]), (3, [OK.id, other.id])]
+    assert planned_ids(plan) == [other.id, OK.id]
+    files = batch_files(tmp_path, plan, {OK.id: ["a"], other.id: ["b"]}, members=2, bound_ms=9,
+                        nodes=["a", "b"])  # fmt: skip
+    assert files == {(other.id,): "", (OK.id, other.id): "/patchgate/info/batch-1.json"}
+    assert json.loads((tmp_path / "batch.json").read_text()) == {
+        "bound_ms": 9, "order": ["a", "b"], "run": ["b"]}  # fmt: skip

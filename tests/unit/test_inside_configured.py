@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from executord.runs.executor import variant_outcomes
 from executord.runs.records import RecordLog
+from executord.runs.variants import variant_outcomes
 from tests.unit._inside_helpers import INSIDE, run_supervisor, supervisor_config, write_tree
 
 SHOP = """\

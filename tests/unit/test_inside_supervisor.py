@@ -338,7 +338,7 @@ def test_the_supervisor_loads_the_standard_library_only_and_no_zygote_for_a_plai
     assert not {"_patchgate_zygote", "ctypes", "importlib.metadata", "site"} & set(names)
     assert not [f for f in files if "site-packages" in f]
     # a run with variants loads it on demand
-    probe += "mod._zygote(); print('_patchgate_zygote' in sys.modules)\n"
+    probe += "mod.zygotepool._zygote(); print('_patchgate_zygote' in sys.modules)\n"
     again = subprocess.run(
         [sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, check=True
     ).stdout.splitlines()

@@ -25,6 +25,7 @@ SCENARIO = textwrap.dedent(
     sys.modules["_patchgate_supervisor"] = sup_mod
     spec.loader.exec_module(sup_mod)
     wire = sup_mod.wire
+    pair = sup_mod.pair
     steps = json.loads(sys.argv[2])
 
     class Out:
@@ -34,13 +35,13 @@ SCENARIO = textwrap.dedent(
             self.recs.append(rec)
 
     out = Out()
-    sup = sup_mod.Supervisor({}, out)
+    sup = pair.Pair({}, out, sup_mod.zygotepool.ZygotePool({}))
     sup.started = True
-    judge = sup_mod._Child("judge", subprocess.Popen(["sleep", "60"]), None)
+    judge = pair.Child("judge", subprocess.Popen(["sleep", "60"]), None)
     child = subprocess.Popen([sys.executable, "-c", steps["exit"]])
-    subject = sup_mod._Child("subject", child, None)
+    subject = pair.Child("subject", child, None)
     r, w = os.pipe()
-    jlines = sup_mod._Lines(r)
+    jlines = pair.Lines(r)
 
     def rec(kind, **kw):
         return wire.record_line({"kind": kind, **kw})

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from executord.runs.executor import variant_outcomes
 from executord.runs.records import RecordLog
+from executord.runs.variants import variant_outcomes
 from tests.unit import _inside_helpers
 from tests.unit._inside_helpers import INSIDE, load, run_supervisor, write_tree
 
@@ -328,7 +328,7 @@ def _as_uid(uid: int, fn: Any) -> int:
 def test_the_reset_helper_removes_the_sysv_ipc_objects_of_its_uid() -> None:
     """As a uid of its own: a shared memory segment, a semaphore set and a message queue it
     created are seen by ``ipc_objects`` and gone after ``remove_ipc``."""
-    reset = load("zygote")
+    reset = load("reset")
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     private, creat = 0, 0o1000
 
@@ -358,7 +358,7 @@ def test_a_reset_is_needed_unless_nothing_of_the_uid_can_be_there(tmp_path: Path
     """``reset_needed``: False only when every directory was read and holds no entry of the
     uid (a link counts by its own owner, never followed); a directory that is not there holds
     nothing; anything unreadable or not a directory counts as something to remove."""
-    reset = load("zygote")
+    reset = load("reset")
     me, other = os.geteuid(), _SYSV_UID
     d = tmp_path / "d"
     d.mkdir()
@@ -380,7 +380,7 @@ def test_a_role_s_own_tmpfs_that_cannot_be_read_counts_as_empty_only_by_its_inod
     without ``CAP_DAC_*``, here another uid): it is proved empty by its inode count and its
     size, else the helper runs; a 0700 directory that is not a filesystem of its own can never
     be proved empty."""
-    reset = load("zygote")
+    reset = load("reset")
     base = Path(tempfile.mkdtemp(prefix="pg-reset-", dir="/tmp"))  # searchable by every uid
     base.chmod(0o755)  # (pytest's own base is its uid's alone)
     home = base / "home"
@@ -607,10 +607,10 @@ def test_a_zygote_that_imported_production_code_or_runs_a_thread_is_unfit(
 ) -> None:
     zygote = load("zygote")
     monkeypatch.setenv(zygote.PRODUCTION_ENV, json.dumps(["pgshop"]))
-    zygote._check_clean()
+    zygote.check_clean()
     monkeypatch.setitem(sys.modules, "pgshop.rates", sys)
     with pytest.raises(zygote.Unfit, match=r"production module pgshop\.rates"):
-        zygote._check_clean()
+        zygote.check_clean()
     monkeypatch.delitem(sys.modules, "pgshop.rates")
     import threading  # noqa: PLC0415 - only here
 
@@ -619,18 +619,18 @@ def test_a_zygote_that_imported_production_code_or_runs_a_thread_is_unfit(
     t.start()
     try:
         with pytest.raises(zygote.Unfit, match="a thread is running"):
-            zygote._check_clean()
+            zygote.check_clean()
     finally:
         stop.set()
         t.join()
 
 
 def test_the_judge_zygote_leaves_out_the_plugins_the_argv_blocks() -> None:
-    zygote = load("zygote")
+    warmstart = load("warmstart")
     args = ["-q", "-p", "no:cacheprovider", "-pno:hypothesispytest", "-p", "patchgate_judge"]
-    assert zygote._blocked(args) == {"cacheprovider", "hypothesispytest"}
+    assert warmstart._blocked(args) == {"cacheprovider", "hypothesispytest"}
     # the reporter blocks the marker plugin's entry point (patchgate itself is not mounted)
-    assert zygote._blocked([*args, "-p", "patchgate_reporter"]) == {
+    assert warmstart._blocked([*args, "-p", "patchgate_reporter"]) == {
         "cacheprovider",
         "hypothesispytest",
         "patchgate",
@@ -752,7 +752,7 @@ def test_the_judge_zygote_rewrites_the_runs_files_once_and_only_for_their_bytes(
     the default ini only; pytest's own rewrite otherwise, and for a file that does not parse."""
     from _pytest.assertion import rewrite  # noqa: PLC0415 - pytest's own, restored below
 
-    zygote = load("zygote")
+    warmstart = load("warmstart")
     write_tree(tmp_path, {
         "conftest.py": "X = 1\n",
         "tests/conftest.py": "Y = 2\n",
@@ -764,7 +764,7 @@ def test_the_judge_zygote_rewrites_the_runs_files_once_and_only_for_their_bytes(
     monkeypatch.syspath_prepend(str(INSIDE))
     args = ["-q", "-p", "no:cacheprovider", "-p", "patchgate_reporter", "-p", "pkg.mod",
             "tests/test_m.py::test_a", "tests/test_bad.py", "tests/missing.py"]  # fmt: skip
-    files = zygote._rewritten_files(args)
+    files = warmstart._rewritten_files(args)
     assert files == [INSIDE / "patchgate_reporter.py", tmp_path / "tests/test_m.py",
                      tmp_path / "conftest.py", tmp_path / "tests/conftest.py",
                      tmp_path / "tests/test_bad.py"]  # fmt: skip
@@ -777,7 +777,7 @@ def test_the_judge_zygote_rewrites_the_runs_files_once_and_only_for_their_bytes(
         return original(fn, config)
 
     monkeypatch.setattr(rewrite, "_rewrite_test", counted)
-    zygote._memoize_rewrites(files)
+    warmstart._memoize_rewrites(files)
     assert calls == files  # each rewritten once, ahead; the broken one did not stop the rest
     memoized = rewrite._rewrite_test
     assert memoized is not counted
@@ -803,7 +803,7 @@ def test_the_judge_zygote_rewrites_the_runs_files_once_and_only_for_their_bytes(
     assert changed != code
     with pytest.raises(SyntaxError):
         memoized(tmp_path / "tests/test_bad.py", Ini(False))  # the run's pytest reports it
-    zygote._memoize_rewrites(files)  # once per process: a second call does not wrap again
+    warmstart._memoize_rewrites(files)  # once per process: a second call does not wrap again
     assert rewrite._rewrite_test is memoized
 
 
@@ -820,14 +820,14 @@ def test_the_judge_zygote_parses_the_runs_files_once_for_their_tracebacks(
     monkeypatch.setattr(psource, "getstatementrange_ast", psource.getstatementrange_ast)
     monkeypatch.setattr(pcode, "getstatementrange_ast", pcode.getstatementrange_ast)
     original = psource.getstatementrange_ast
-    zygote = load("zygote")
+    warmstart = load("warmstart")
     text = "def test_a():\n    x = 1\n    assert (\n        x\n        + 1\n    ) == 3\n"
     deep = "x = " + "+".join(["1"] * 20_000) + "\n"  # ast.parse: RecursionError
     write_tree(tmp_path, {"tests/test_m.py": text, "tests/test_bad.py": "def test_b(:\n",
                           "tests/test_deep.py": deep})  # fmt: skip
     files = [tmp_path / "tests/test_m.py", tmp_path / "tests/test_bad.py",
              tmp_path / "tests/test_deep.py"]  # fmt: skip
-    zygote._memoize_tracebacks(files)  # the files that do not parse do not stop it
+    warmstart._memoize_tracebacks(files)  # the files that do not parse do not stop it
     assert not any(str(f) in linecache.cache for f in files)  # a forked run's linecache: empty
     memoized = psource.getstatementrange_ast
     assert memoized is not original
@@ -846,7 +846,7 @@ def test_the_judge_zygote_parses_the_runs_files_once_for_their_tracebacks(
     other = psource.Source("x = 1\ny = (\n    2\n)\n")
     assert memoized(1, other)[0] is not memoized(1, other)[0]  # another text: parsed by pytest
     assert memoized(1, other)[1:] == original(1, other)[1:]
-    zygote._memoize_tracebacks(files)  # once per process: a second call does not wrap again
+    warmstart._memoize_tracebacks(files)  # once per process: a second call does not wrap again
     assert psource.getstatementrange_ast is memoized
 
 
@@ -899,7 +899,7 @@ def _warm(site: Path, *flags: str) -> subprocess.CompletedProcess[str]:
         "s.loader.exec_module(m); sys.exit(m.warm_main())"
     )
     return subprocess.run(
-        [sys.executable, "-I", *flags, "-c", program, str(site), str(INSIDE / "zygote.py")],
+        [sys.executable, "-I", *flags, "-c", program, str(site), str(INSIDE / "warmstart.py")],
         capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
 

@@ -184,18 +184,40 @@ def test_every_executord_module_lives_in_a_room() -> None:
     assert {f"executord.{r}" for r in rooms} == set(EXECUTORD_MAY_IMPORT)
 
 
+#: Packages allowed more than a dozen modules, each with its cap and the reason.
+#: ``executord/inside`` is one flat read-only mount in the sandbox, its modules loaded by file
+#: path under private names (never as a package), so it cannot split into sub-packages; it is
+#: split by job instead (fork server, judge warm start, reset helper, pair, zygote pool,
+#: resetter), no module past ~650 lines (``test_no_inside_or_runs_module_is_oversized``).
+_WIDE_PACKAGES = {"executord/inside": 18}
+
+
 def test_no_client_package_holds_more_than_a_dozen_modules() -> None:
     """A package of the client or the executor that grows past twelve modules splits into
-    sub-packages by concern (patchgate, the shared library, is flat: docs/architecture.md)."""
+    sub-packages by concern (patchgate, the shared library, is flat: docs/architecture.md);
+    the exceptions are listed with their reason above."""
     crowded = {}
     for role in ("client", "executord"):
         for init in (ROOT / role).rglob("__init__.py"):
             if "/v1/" in init.as_posix():
                 continue  # generated stubs
             modules = [p for p in init.parent.glob("*.py") if p.name != "__init__.py"]
-            if len(modules) > 12:
-                crowded[init.parent.relative_to(ROOT).as_posix()] = len(modules)
+            where = init.parent.relative_to(ROOT).as_posix()
+            if len(modules) > _WIDE_PACKAGES.get(where, 12):
+                crowded[where] = len(modules)
     assert crowded == {}
+
+
+def test_no_inside_or_runs_module_is_oversized() -> None:
+    """The sandbox's code and the executor's runs stay split by job: no module of
+    ``executord/inside`` or ``executord/runs`` past 650 lines (issue 38)."""
+    big = {
+        p.relative_to(ROOT).as_posix(): n
+        for d in ("executord/inside", "executord/runs")
+        for p in (ROOT / d).glob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 650
+    }
+    assert big == {}
 
 
 def test_no_import_circle_anywhere() -> None:
