@@ -38,6 +38,7 @@ from client.outpaths import guard_output
 from patchgate.errors import PinError, PinErrors, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
 from patchgate.tls import ClientTLS
+from patchgate.vocabulary import ISOLATIONS, Isolation
 
 __all__ = [
     "base_config",
@@ -340,10 +341,11 @@ def _mutants(text: str) -> int:
     return k
 
 
-def _isolation(value: object) -> str:
-    if value not in ("run", "property"):
-        raise UsageError(f"isolation must be run or property, not {value!r}")
-    return str(value)
+def _isolation(value: object) -> Isolation:
+    for name in ISOLATIONS:
+        if value == name:
+            return name
+    raise UsageError(f"isolation must be run or property, not {value!r}")
 
 
 def settings_from_args(

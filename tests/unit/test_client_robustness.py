@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,11 +19,13 @@ import pytest
 from client import cli
 from client.commands._util import check_out_dir
 from client.errors import Interrupted
-from client.gate.runs.execution import LaneClient, run_lane
+from client.gate.runs.execution import LaneClient, LaneTerms, run_lane
+from client.gate.runs.suite import SignedSuite
 from patchgate.envelope import Envelope
 from patchgate.errors import TransportError, UsageError
 from patchgate.executor_client import ExecutionResult
 from patchgate.pins import PropertyPin
+from patchgate.request import ExecuteRequest
 
 # --out ----------------------------------------------------------------------------------------
 
@@ -169,18 +171,9 @@ class _Blocking:
         self._closed = closed
 
     def execute(
-        self,
-        *,
-        fixture_envelope: Envelope,
-        workspace: Path,
-        fixture_root: str,
-        properties: Sequence[PropertyPin],
-        runs: int = 2,
-        on_progress: Callable[[str], None] | None = None,
-        request_id: str | None = None,
-        isolation: str = "run",
+        self, request: ExecuteRequest, on_progress: Callable[[str], None] | None = None
     ) -> ExecutionResult:
-        self._started.append(properties[0].id)
+        self._started.append(request.properties[0].id)
         if not self._closed.wait(30):
             raise AssertionError("the stream in flight was never cancelled")
         raise TransportError("unavailable", "cancelled")
@@ -196,6 +189,12 @@ def test_an_interrupted_lane_starts_no_queued_property_and_cancels_the_running_o
     def connect(address: str) -> LaneClient:
         return _Blocking(address, started, closed)
 
+    signed = SignedSuite(
+        envelope=ENVELOPE,
+        digest="d" * 64,
+        workspace=Path("/nonexistent"),
+        fixture_root="fixtures",
+    )
     main = threading.main_thread().ident
     assert main is not None
     timer = threading.Timer(0.5, signal.pthread_kill, (main, signal.SIGINT))
@@ -203,10 +202,12 @@ def test_an_interrupted_lane_starts_no_queued_property_and_cancels_the_running_o
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_lane(
-            lane="local", addresses=["a", "b"], suite=[_prop(i) for i in range(6)],
-            envelope=ENVELOPE, expected_digest="d" * 64, workspace=Path("/nonexistent"),
-            fixture_root="fixtures", runs=2, request_prefix="r", connect=connect,
-        )  # fmt: skip
+            signed,
+            "local",
+            ["a", "b"],
+            [_prop(i) for i in range(6)],
+            LaneTerms(runs=2, connect=connect),
+        )
     timer.join()
     assert time.monotonic() - t0 < 5
     assert closed.is_set()
