@@ -4,9 +4,10 @@ The contract: ``digest`` (canonical fixture digest v1, safe paths, hashing), ``p
 files and ``[tool.patchgate]``), ``schemas`` (their JSON Schemas), ``symbols`` (what a changed
 symbol and a ``covers`` entry name), ``environment`` (the suite's environment and its digest),
 ``keys`` and ``envelope`` (Ed25519, DSSE, in-toto), ``report`` (signed run results),
-``ledgers`` (ledger and receipt records), ``results`` (outcomes apart from transport records),
-``evidence`` (what a person reads after a check), ``batching`` (which properties share a
-sandbox), ``errors``.
+``ledgers`` (ledger and receipt records), ``receipt_parts`` (the receipt's parts as typed
+records), ``results`` (outcomes apart from transport records), ``vocabulary`` (the closed sets of
+words, each a ``Literal`` type), ``evidence`` (what a person reads after a check), ``batching``
+(which properties share a sandbox), ``errors``.
 
 The wire and the daemons: ``request`` (the Execute request both ends read), ``executor_client``
 and ``signer_client`` (the clients of both daemons), ``server`` and ``callguard`` (both daemons'
