@@ -35,6 +35,7 @@ from patchgate.executor_client import ExecutorClient
 from patchgate.keys import generate_key_file
 from patchgate.ledgers import now_utc
 from patchgate.pins import PropertyPin
+from patchgate.request import ExecuteRequest
 
 REPO = Path(__file__).resolve().parents[1]
 PYTEST = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
@@ -136,10 +137,9 @@ def main() -> int:
 
             def via_patchgate() -> None:
                 r = client.execute(
-                    fixture_envelope=envelope,
-                    workspace=ws,
-                    fixture_root="fixtures",
-                    properties=props,
+                    ExecuteRequest(
+                        envelope=envelope, workspace=ws, fixture_root="fixtures", properties=props
+                    )
                 )
                 assert len(r.outcomes) == 2 * args.n, r.transport
                 assert all(o.outcome == "pass" for o in r.outcomes)

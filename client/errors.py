@@ -1,4 +1,4 @@
-"""Errors of the client and the exit codes they become (DESIGN §8).
+"""Errors of the client and the exit codes they become (docs/reference/exit-codes.md).
 
 Hierarchy::
 

@@ -1,4 +1,5 @@
-"""Canonical fixture digest v1 (DESIGN §4), safe paths, and streaming, parallel file hashing.
+"""Canonical fixture digest v1 (docs/reference/digest.md), safe paths, and streaming, parallel
+file hashing.
 
 ``canonical_bytes`` is the one encoding every role computes; the signer recomputes it from the
 manifest it is asked to sign and the executor from the bytes it mounts. Per-file hashes make the
@@ -156,7 +157,8 @@ def command_text(argv: Sequence[str]) -> str:
 
 
 def _sorted_files(files: Mapping[str, FileEntry]) -> list[tuple[str, FileEntry]]:
-    # Code point order is UTF-8 byte order (for the valid UTF-8 paths allowed): DESIGN §4's sort.
+    # Code point order is UTF-8 byte order (for the valid UTF-8 paths allowed): the digest's sort
+    # (docs/reference/digest.md).
     return sorted(files.items())
 
 
@@ -165,7 +167,7 @@ def _sorted_commands(commands: Iterable[Sequence[str]]) -> list[Sequence[str]]:
 
 
 def canonical_bytes(manifest: Manifest) -> bytes:
-    """The canonical bytes of DESIGN §4. Paths are validated; an unsafe one raises."""
+    """The canonical bytes (docs/reference/digest.md). Paths are validated; an unsafe one raises."""
     out = [DIGEST_HEADER]
     for path, entry in _sorted_files(manifest.files):
         validate_path(path)

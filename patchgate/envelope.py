@@ -1,4 +1,4 @@
-"""DSSE envelopes signed with Ed25519, carrying in-toto Statement v1 payloads (DESIGN §5).
+"""DSSE envelopes signed with Ed25519, carrying in-toto Statement v1 payloads (docs/signer.md).
 
 Verification checks a signature before anything parses the payload, and takes the signer's role
 from the verifier's own keyring, never from the envelope's ``keyid`` hint.
@@ -210,7 +210,7 @@ class FixtureStatement:
 def fixture_statement(
     manifest: Manifest, signer: Signer, issued_at: str, digest: str | None = None
 ) -> bytes:
-    """The fixture statement of DESIGN §5 for ``manifest`` (subject: pin id and digest v1).
+    """The fixture statement (docs/signer.md) for ``manifest`` (subject: pin id and digest v1).
 
     ``digest``, when given, must be ``manifest.digest()`` already computed by the caller (the
     signer replies with it too); a wrong one makes a statement every verifier refuses.

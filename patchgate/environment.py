@@ -1,4 +1,5 @@
-"""The suite's environment (DESIGN §3): its configuration, its digest, its deterministic tree.
+"""The suite's environment: its configuration, its digest, its deterministic tree
+(docs/reference/pins.md).
 
 The base's ``[tool.patchgate.environment]`` names a reviewed requirements/lock file (pytest among
 its entries); the target itself is never installed, its source roots go on the sandbox's path.
@@ -34,6 +35,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from patchgate.digest import SHA256_HEX, FileEntry, hash_files, validate_path
 from patchgate.errors import EnvironmentBuildError, PinError, UnsafePathError
@@ -47,6 +49,7 @@ __all__ = [
     "Built",
     "EnvironmentConfig",
     "Lock",
+    "PipOptions",
     "build_environment",
     "cached_tree",
     "default_cache_dir",
@@ -353,17 +356,23 @@ class Built:
     cached: bool
 
 
+class PipOptions(TypedDict, total=False):
+    """Where a build installs from and caches: the keywords of :func:`build_environment`."""
+
+    cache: Path | None  # the cache directory (None: the default one)
+    find_links: Sequence[Path]  # wheel directories pip may install from
+    no_index: bool  # pip reads no package index
+    rebuild: bool  # build again even when the cache holds the tree
+
+
 def build_environment(
     *,
     lock: bytes,
     lock_name: str,
     source_roots: Sequence[str],
-    cache: Path | None = None,
-    find_links: Sequence[Path] = (),
-    no_index: bool = False,
-    rebuild: bool = False,
     build: Callable[[Path], Mapping[str, Path]] | None = None,
     build_key: object = None,
+    **pip: Unpack[PipOptions],
 ) -> Built:
     """Build the tree of ``lock`` (or reuse the cached one); EnvironmentBuildError says why not.
 
@@ -371,6 +380,8 @@ def build_environment(
     to a file), which go under :data:`OVERLAY`. ``build_key``: what identifies that step and its
     inputs in the cache key (JSON-able).
     """
+    cache, find_links = pip.get("cache"), pip.get("find_links", ())
+    no_index, rebuild = pip.get("no_index", False), pip.get("rebuild", False)
     if len(lock) > MAX_LOCK_BYTES:
         raise EnvironmentBuildError(f"{lock_name}: larger than {MAX_LOCK_BYTES} bytes")
     try:

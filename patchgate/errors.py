@@ -4,7 +4,7 @@ Hierarchy::
 
     PatchgateError                 base of everything patchgate raises on purpose
     ├── UsageError                 bad flags or arguments (CLI exit 64)
-    ├── UnsafePathError            a path that is not a safe relative POSIX path (DESIGN §4)
+    ├── UnsafePathError            a path that is not a safe relative POSIX path
     ├── UnsafeTreeError            a revision whose tree cannot be materialized safely (an absolute
     │                              symlink, a link leaving the tree, a .git path): exit 78
     ├── FixtureScanError           missing / extra / unsafe / mismatched fixture files (exit 2)
@@ -20,7 +20,7 @@ Hierarchy::
     │                              FAILED_PRECONDITION, PERMISSION_DENIED, ...): a decision,
     │                              never an outcome
     └── TransportError             the daemon could not be reached or answered nothing usable;
-                                   carries one of the transport kinds of DESIGN §6 step 7
+                                   carries one of the transport kinds (docs/architecture.md)
 
 Transport errors and refusals are different types all the way up: a caller never turns a transport
 error into a property failure.
@@ -29,6 +29,8 @@ error into a property failure.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from patchgate.vocabulary import TRANSPORT_KINDS as _TRANSPORT_KINDS
 
 __all__ = [
     "EnvelopeError",
@@ -48,16 +50,7 @@ __all__ = [
     "VerificationError",
 ]
 
-TRANSPORT_KINDS = (
-    "unavailable",
-    "empty_response",
-    "deadline",
-    "sandbox_start_failed",
-    "image_missing",
-    "resource_exhausted",
-    "internal",
-    "killed_externally",
-)
+TRANSPORT_KINDS = _TRANSPORT_KINDS  # the vocabulary's, in common.proto's enum order
 
 
 class PatchgateError(Exception):

@@ -1,13 +1,10 @@
-"""Client of ``patchgate-executord``: upload by content, Execute, verify the signed result.
+"""Client of ``patchgate-executord``: upload by content, Execute one request, verify the result.
 
-Refusals (FAILED_PRECONDITION, INVALID_ARGUMENT, PERMISSION_DENIED, UNAUTHENTICATED) raise
-RefusedError: nothing ran. Every other failure (UNAVAILABLE, DEADLINE_EXCEEDED, a stream that ends
-without a result, a result that does not verify) is *returned* as an ExecutionResult whose
-``transport`` holds one record per (property, run) not reported — never raised, never a fail.
-
-The result envelope is verified with the executor role against ``executor_keyring`` when given,
-else against the public key GetInfo of the same executor reports (trust on first use: it proves the
-report came from the process that answered GetInfo, not that this process is one you trust).
+Refusals raise RefusedError (nothing ran). Every other failure is *returned* as an
+ExecutionResult whose ``transport`` holds one record per (property, run) not reported: never
+raised, never a fail. The result is verified with the executor role against a pinned keyring,
+else against the key GetInfo reports (trust on first use). The request: docs/reference/executor.md;
+the rest: docs/executor.md, "Client".
 """
 
 from __future__ import annotations
@@ -40,8 +37,8 @@ from patchgate.errors import (
 )
 from patchgate.evidence import SandboxLog
 from patchgate.keys import KeyEntry, Keyring, keyid_of, load_public_pem
-from patchgate.pins import PropertyPin
 from patchgate.report import verify_result
+from patchgate.request import ExecuteRequest
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.symbols import MAX_TARGETS, wire_name
 from patchgate.v1 import common_pb2, executor_pb2, executor_pb2_grpc
@@ -235,101 +232,55 @@ class ExecutorClient:
         return sum(sizes.values())
 
     def execute(
-        self,
-        *,
-        fixture_envelope: Envelope,
-        workspace: Path,
-        fixture_root: str,
-        properties: Sequence[PropertyPin],
-        runs: int = 2,
-        on_progress: Callable[[str], None] | None = None,
-        request_id: str | None = None,
-        targets: Sequence[tuple[str, int, int, str]] = (),
-        isolation: str = "run",
-        judge: str = "on",
-        source_roots: Sequence[str] = (),
-        production: Sequence[str] = (),
-        variants: Sequence[tuple[str, bytes] | tuple[str, bytes, Sequence[str]]] = (),
-        variant_bound_ms: int = 0,
-        variant_scope: Sequence[str] = (),
+        self, request: ExecuteRequest, on_progress: Callable[[str], None] | None = None
     ) -> ExecutionResult:
-        """Upload what is missing, run the suite, verify the signed result.
+        """Upload what is missing, run ``request``, verify the signed result.
 
-        ``targets`` are code ranges (workspace path, first line, last line, qualified name) whose
-        execution each run reports back in ``RunOutcome.executed``. ``isolation``: ``run`` (a
-        sandbox per group of properties sharing a command prefix, per run) or ``property``.
-        ``judge``: ``on`` (the judge apart: ``production``, the top-level production names under
-        ``source_roots``, are served by the subject) or ``off`` (one process); a signed report
-        that ran another mode than asked is refused (transport ``internal``).
-
-        ``variants`` (mutation v2): (workspace path of a production ``.py`` file, the source the
-        subject loads instead of it) pairs; with them ``runs`` must be 1 and ``judge`` on, each
-        group of properties runs once per variant in one sandbox, and each outcome carries its
-        1-based ``variant``; a variant a property has no outcome for is a transport record
-        (``empty_response``) of that property. ``variant_bound_ms``: each test's bound with
-        variants is min(signed bound, this) when > 0. ``variant_scope``: the properties whose
-        tests run in each variant (empty: all); the others' test modules are collected all the
-        same, and only the scope's outcomes are expected. A variant given as (path, source,
-        scope) runs its own ``scope`` instead (its outcomes alone are expected of it).
+        Each outcome's ``executed`` names the ``targets`` its run executed; with ``variants``
+        each outcome carries its 1-based ``variant``, and a variant a property has no outcome
+        for is a transport record (``empty_response``) of that property. A signed report that
+        ran another judge mode than asked is refused (transport ``internal``). What each field
+        means: docs/reference/executor.md.
         """
-        request_id = request_id or uuid.uuid4().hex
+        request_id = request.request_id or uuid.uuid4().hex
+        properties, variants = request.properties, request.variants
         ids = [p.id for p in properties]
-        per_variant = [variant_members(ids, _own_scope(v), variant_scope) for v in variants]
+        per_variant = [variant_members(ids, v.scope, request.variant_scope) for v in variants]
         wanted = set(ids) if not variants else {pid for own in per_variant for pid in own}
-        pairs = [(p.id, r) for p in properties for r in range(1, runs + 1) if p.id in wanted]
+        pairs = [
+            (p.id, r) for p in properties for r in range(1, request.runs + 1) if p.id in wanted
+        ]
         try:
-            manifest, signed_digest, _ = parse_fixture_statement(fixture_envelope.payload)
+            manifest, signed_digest, _ = parse_fixture_statement(request.envelope.payload)
         except EnvelopeError as exc:
             raise RefusedError("INVALID_ARGUMENT", f"fixture envelope: {exc}") from None
-        sent = list(targets)[:MAX_TARGETS]
-        named = {wire_name(n): n for _p, _f, _la, n in sent}
-        files = workspace_files(Path(workspace), fixture_root)
+        named = {wire_name(t.name): t.name for t in request.targets[:MAX_TARGETS]}
+        workspace = Path(request.workspace)
+        files = workspace_files(workspace, request.fixture_root)
         entries = hash_files(files)
         blobs = {e.sha256: files[p] for p, e in entries.items()}
         for path, fe in manifest.files.items():
-            blobs[fe.sha256] = Path(workspace) / path
+            blobs[fe.sha256] = workspace / path
         environment = _environment(manifest.environment_digest)
         for fe, full in environment.values():
             blobs[fe.sha256] = full
-        request = executor_pb2.ExecuteRequest(
-            request_id=request_id,
-            fixture_envelope=fixture_envelope.to_proto(),
-            workspace=[_tree_entry(p, e, files[p]) for p, e in sorted(entries.items())],
-            fixture_root=fixture_root,
-            properties=[
-                common_pb2.PropertySpec(id=p.id, claim=p.claim, command=list(p.command))
-                for p in properties
-            ],
-            runs=runs,
-            targets=[
-                executor_pb2.CodeTarget(path=p, first_line=f, last_line=la, name=wire_name(n))
-                for p, f, la, n in sent
-            ],
-            isolation=isolation,
-            environment=[
-                executor_pb2.TreeEntry(path=p, digest=fe.sha256, size=fe.size)
-                for p, (fe, _) in sorted(environment.items())
-            ],
-            judge=judge,
-            source_roots=list(source_roots),
-            production=list(production),
-            variants=[
-                executor_pb2.Variant(path=v[0], source=bytes(v[1]), scope=list(_own_scope(v)))
-                for v in variants
-            ],
-            variant_bound_ms=variant_bound_ms,
-            variant_scope=list(variant_scope),
-        )
+        tree = [_tree_entry(p, e, files[p]) for p, e in sorted(entries.items())]
+        env_tree = [
+            executor_pb2.TreeEntry(path=p, digest=fe.sha256, size=fe.size)
+            for p, (fe, _) in sorted(environment.items())
+        ]
+        message = _message(request, request_id, tree, env_tree)
         t0 = time.monotonic()
         uploaded = 0
         try:
             keyring = self._result_keyring()
             uploaded = self.upload(blobs)
             upload_ms = int((time.monotonic() - t0) * 1000)
-            result = self._stream(request, on_progress)
+            result = self._stream(message, on_progress)
         except TransportError as exc:
             return self._failed(pairs, exc.kind, exc.detail, uploaded)
-        expected = (request_id, signed_digest, manifest.environment_digest or "executor", judge)
+        environment_name = manifest.environment_digest or "executor"
+        expected = (request_id, signed_digest, environment_name, request.judge)
         verified = self._verify(result, keyring, expected, pairs, uploaded, upload_ms)
         return _named_back(_variants_checked(verified, pairs, per_variant), named)
 
@@ -499,8 +450,42 @@ class ExecutorClient:
         )
 
 
-def _own_scope(v: tuple[str, bytes] | tuple[str, bytes, Sequence[str]]) -> Sequence[str]:
-    return v[2] if len(v) > 2 else ()
+def _message(
+    request: ExecuteRequest,
+    request_id: str,
+    tree: Sequence[executor_pb2.TreeEntry],
+    environment: Sequence[executor_pb2.TreeEntry],
+) -> executor_pb2.ExecuteRequest:
+    """``request`` on the wire, with its workspace ``tree`` and ``environment`` by content: at
+    most ``MAX_TARGETS`` targets, each named by its wire name."""
+    return executor_pb2.ExecuteRequest(
+        request_id=request_id,
+        fixture_envelope=request.envelope.to_proto(),
+        workspace=tree,
+        fixture_root=request.fixture_root,
+        properties=[
+            common_pb2.PropertySpec(id=p.id, claim=p.claim, command=list(p.command))
+            for p in request.properties
+        ],
+        runs=request.runs,
+        targets=[
+            executor_pb2.CodeTarget(
+                path=t.path, first_line=t.first_line, last_line=t.last_line, name=wire_name(t.name)
+            )
+            for t in request.targets[:MAX_TARGETS]
+        ],
+        isolation=request.isolation,
+        environment=environment,
+        judge=request.judge,
+        source_roots=list(request.source_roots),
+        production=list(request.production),
+        variants=[
+            executor_pb2.Variant(path=v.path, source=bytes(v.source), scope=list(v.scope))
+            for v in request.variants
+        ],
+        variant_bound_ms=request.variant_bound_ms,
+        variant_scope=list(request.variant_scope),
+    )
 
 
 def _variants_checked(

@@ -1,7 +1,7 @@
 """Ed25519 keys: key ids, PKCS8 PEM at rest, the one ``Signer`` that holds a private key, keyrings.
 
-A key id is the sha256 hex of the raw 32-byte public key (DESIGN §5). A keyring maps key id → role
-and is the only source of a key's role; an envelope's ``keyid`` is a hint, never trusted.
+A key id is the sha256 hex of the raw 32-byte public key (docs/signer.md). A keyring maps key id
+→ role and is the only source of a key's role; an envelope's ``keyid`` is a hint, never trusted.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ class KeyEntry:
         return True
 
     def to_json(self) -> dict[str, str]:
-        """The keyring-file form of DESIGN §5."""
+        """The keyring-file form (docs/signer.md)."""
         return {
             "keyid": self.keyid,
             "role": self.role,
@@ -222,7 +222,7 @@ class Keyring:
         return [e for e in self._entries.values() if e.role == role]
 
     def to_json(self) -> dict[str, list[dict[str, str]]]:
-        """The keyring file object of DESIGN §5."""
+        """The keyring file object (docs/signer.md)."""
         return {"keys": [e.to_json() for e in self._entries.values()]}
 
     @classmethod

@@ -1,4 +1,5 @@
-"""Ledger and receipt records of DESIGN §7, with JSON (de)serialization and atomic writes.
+"""Ledger and receipt records (docs/reference/receipt.md), with JSON (de)serialization and atomic
+writes.
 
 Each ledger stamps its own ``recorded_at`` when it is written; none copies another's. A refused
 step writes no file: callers build a record only once the step has succeeded.
@@ -16,6 +17,8 @@ from typing import Any, ClassVar, Self, TypeVar
 
 from patchgate.atomicfile import atomic_write_json
 from patchgate.errors import LedgerError
+from patchgate.vocabulary import FIXTURE_STATUSES as _FIXTURE_STATUSES
+from patchgate.vocabulary import POSTURES as _POSTURES
 
 __all__ = [
     "DUAL_PIN",
@@ -38,18 +41,7 @@ __all__ = [
 ]
 
 REJECTION_CODES = ("R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9")
-POSTURES = (
-    "reject_unscored",
-    "reject_admission",
-    "reject_oracle_moved",
-    "reject_pin_mutation",
-    "reject_fixture_drift",
-    "reject_property_miss",
-    "reject_credit",
-    "unavailable",
-    "human_review",
-    "review",
-)
+POSTURES = _POSTURES  # the vocabulary's
 FILE_NAMES = {
     "fixture": "fixture_ledger.json",
     "property": "property_ledger.json",
@@ -202,7 +194,7 @@ class FlakeLedger(Record):
 
 @dataclass(kw_only=True)
 class DriftRecord(Record):
-    """``drift.json``: two property ledgers (two pins) compared (DESIGN §7: ``kind``
+    """``drift.json``: two property ledgers (two pins) compared (docs/reference/receipt.md: ``kind``
     ``dual_pin``, ``drift``, ``left_digest``, ``right_digest``, ``recorded_at``; ``left`` and
     ``right`` hold each side, ``differing`` the property ids whose status differs)."""
 
@@ -233,7 +225,7 @@ class Admission(Record):
 RECEIPT_V1 = "patchgate/receipt/v1"
 RECEIPT_V2 = "patchgate/receipt/v2"
 RECEIPT_SCHEMAS = (RECEIPT_V1, RECEIPT_V2)
-FIXTURE_STATUSES = ("match", "mismatch", "not_applicable")
+FIXTURE_STATUSES = _FIXTURE_STATUSES  # the vocabulary's
 DUAL_PIN = ("not_run", "agree", "drift", "refused")
 
 
@@ -280,8 +272,9 @@ class Receipt(Record):
     #: ``executor`` (the base configures none: the executor's own Python and pytest); "" when
     #: nothing was signed.
     environment: str = ""
-    #: How the runs were made: ``on`` (the judge apart, DESIGN §6.7) or ``off`` (one process:
-    #: admitted only with the base's ``allow_judge_off``); ``""`` in receipts from before it.
+    #: How the runs were made: ``on`` (the judge apart, docs/executor.md, "The judge apart") or
+    #: ``off`` (one process: admitted only with the base's ``allow_judge_off``); ``""`` in
+    #: receipts from before it.
     judge: str = ""
     admit: bool = False
 

@@ -1,4 +1,5 @@
-"""Human pins of the target repository (DESIGN §3), read from a directory or a git revision.
+"""Human pins of the target repository (docs/reference/pins.md), read from a directory or a git
+revision.
 
 The gate reads pins from the **base** revision, never the patched tree. Each problem is a PinError
 that names the file, the field and why.
@@ -242,7 +243,7 @@ def _safe_path(value: object, where: str, fieldname: str) -> str:
 
 
 def command_allowed(argv: Sequence[str], allowed: Sequence[Sequence[str]]) -> bool:
-    """True when some allowed command is a prefix of ``argv`` (DESIGN §3)."""
+    """True when some allowed command is a prefix of ``argv`` (docs/reference/pins.md)."""
     return any(len(a) <= len(argv) and tuple(argv[: len(a)]) == tuple(a) for a in allowed)
 
 

@@ -1,4 +1,4 @@
-"""Run outcomes and transport records: two different types, all the way up (DESIGN §6 step 7).
+"""Run outcomes and transport records: two different types, all the way up (docs/architecture.md).
 
 An outcome (``pass``, ``fail``, ``error``, ``exceeded_bound``) is what an assertion did. A transport
 record (``unavailable``, ``empty_response``, ...) is infrastructure that failed; it never becomes an
@@ -10,10 +10,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from patchgate.errors import TRANSPORT_KINDS
+from patchgate.receipt_parts import TransportEntry
 from patchgate.v1 import common_pb2
+from patchgate.vocabulary import FAILURE_KINDS as _FAILURE_KINDS
+from patchgate.vocabulary import OUTCOMES as _OUTCOMES
 
 __all__ = [
     "CASE_OUTCOMES",
@@ -26,9 +29,9 @@ __all__ = [
     "outcome_hash",
 ]
 
-OUTCOMES = ("pass", "fail", "error", "exceeded_bound")
+OUTCOMES = _OUTCOMES  # the vocabulary's
 #: What made a run not pass (``RunOutcome.failure_kind``; "" for a pass).
-FAILURE_KINDS = frozenset({"", "assertion", "subject", "judge_error"})
+FAILURE_KINDS = frozenset(_FAILURE_KINDS)
 #: What the reporter says of one case of a parametrized property (``skip`` makes it ``error``).
 CASE_OUTCOMES = frozenset({*OUTCOMES, "skip"})
 _OUTCOME_TO_PB = {
@@ -38,8 +41,21 @@ _OUTCOME_TO_PB = {
     "exceeded_bound": common_pb2.OUTCOME_EXCEEDED_BOUND,
 }
 _PB_TO_OUTCOME = {v: k for k, v in _OUTCOME_TO_PB.items()}
-_TRANSPORT_TO_PB = {k: i + 1 for i, k in enumerate(TRANSPORT_KINDS)}  # enum order of common.proto
+_TRANSPORT_TO_PB: dict[str, int] = {
+    k: i + 1 for i, k in enumerate(TRANSPORT_KINDS)
+}  # enum order of common.proto
 _PB_TO_TRANSPORT = {v: k for k, v in _TRANSPORT_TO_PB.items()}
+
+
+class RunFindings(TypedDict, total=False):
+    """What a run showed beside its outcome (the keywords of :meth:`RunOutcome.make`)."""
+
+    executed: tuple[str, ...]  # the targets its tests executed
+    tree_hash: str  # idempotent_io: the output tree's hash
+    cases: tuple[tuple[str, str], ...]  # a parametrized property's (node id, outcome) pairs
+    failure_kind: str  # what made it not pass ("" for a pass)
+    variant: int  # mutation v2: the 1-based variant it ran in (0: none)
+
 
 _ADDR = re.compile(r"0x[0-9a-fA-F]+")
 _TIME = re.compile(
@@ -96,19 +112,14 @@ class RunOutcome:
             raise ValueError(f"unknown failure kind {self.failure_kind!r}")
 
     @classmethod
-    def make(  # noqa: PLR0917 - positional order predates ``executed``
+    def make(
         cls,
         property_id: str,
         run_index: int,
         outcome: str,
         failure: str = "",
         duration_ms: int = 0,
-        executed: tuple[str, ...] = (),
-        tree_hash: str = "",
-        cases: tuple[tuple[str, str], ...] = (),
-        *,
-        failure_kind: str = "",
-        variant: int = 0,
+        **found: Unpack[RunFindings],
     ) -> RunOutcome:
         """Build with the normalized signature and its outcome hash."""
         sig = normalize_failure(failure) if outcome != "pass" else ""
@@ -119,11 +130,11 @@ class RunOutcome:
             outcome_hash=outcome_hash(outcome, sig),
             failure_signature=sig,
             duration_ms=duration_ms,
-            executed=tuple(executed),
-            tree_hash=tree_hash,
-            cases=tuple(sorted(cases)),
-            failure_kind=failure_kind if outcome != "pass" else "",
-            variant=variant,
+            executed=tuple(found.get("executed", ())),
+            tree_hash=found.get("tree_hash", ""),
+            cases=tuple(sorted(found.get("cases", ()))),
+            failure_kind=found.get("failure_kind", "") if outcome != "pass" else "",
+            variant=found.get("variant", 0),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -189,9 +200,22 @@ class TransportRecord:
         if self.kind not in TRANSPORT_KINDS:
             raise ValueError(f"unknown transport kind {self.kind!r}")
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON object."""
-        return asdict(self)
+    def to_json(self) -> TransportEntry:
+        """Plain JSON object (a receipt's ``transport`` item)."""
+        return TransportEntry(
+            kind=self.kind,
+            detail=self.detail,
+            property_id=self.property_id,
+            run_index=self.run_index,
+            lane=self.lane,
+            address=self.address,
+        )
+
+    def retried(self) -> TransportEntry:
+        """The JSON object of an attempt that was re-run (it left no run missing)."""
+        entry = self.to_json()
+        entry["retried"] = True
+        return entry
 
     def to_proto(self) -> common_pb2.TransportRecord:
         """Wire form (lane and address are the client's, not sent)."""

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from client.commands._util import print_json
-from client.errors import ConfigError
-from client.gate.pipeline import run_check
-from client.gate.selftest import run_self_test
+from client.gate.pipeline import CheckResult
+from client.gate.selftest import SelfTestResult
 from client.gate.settings import CheckSettings
 from client.report.github import render_github
 from client.report.junit import render_junit
@@ -33,15 +32,17 @@ from client.report.markdown import render_markdown
 from client.report.model import Report, printable
 from client.report.text import render_text
 from patchgate.atomicfile import atomic_write_bytes
-from patchgate.errors import PinError, PinErrors, UsageError
+from patchgate.errors import UsageError
 
 __all__ = [
     "ENVIRONMENT",
     "NO_PATCH",
     "Progress",
     "add_output_flags",
+    "check_report_flags",
     "env_settings",
     "report_check",
+    "report_self_test",
     "require_patch",
 ]
 
@@ -165,37 +166,45 @@ def _emit(args: argparse.Namespace, report: Report, receipt_json: dict[str, Any]
         atomic_write_bytes(args.junit, render_junit(report).encode("utf-8"))
 
 
-def report_check(args: argparse.Namespace, settings: CheckSettings) -> int:
-    """Run the check (or the self-test), print the report, write ``--junit``; the exit code."""
-    _format(args)  # a contradiction is a usage error before anything runs
+def check_report_flags(args: argparse.Namespace, settings: CheckSettings) -> None:
+    """``--format``/``--json`` agree and ``--junit`` can be written: usage errors (64) before
+    anything runs."""
+    _format(args)
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit {args.junit}: is a directory")
     junit_dir = args.junit.absolute().parent if args.junit is not None else None
     # The --out directory is made by the check itself, so a report inside it is fine.
     if junit_dir is not None and not junit_dir.is_dir() and junit_dir != settings.out.absolute():
         raise UsageError(f"--junit {args.junit}: {junit_dir} is no directory")
-    progress = Progress(verbose=bool(getattr(args, "verbose", False)), quiet=args.quiet)
-    try:
-        if args.self_test:
-            tested = run_self_test(settings, progress)
-            report = Report(
-                receipt=tested.receipt, reasons=tested.reasons, evidence=tested.evidence,
-                out_dir=str(settings.out), self_test=True, self_test_verdict=tested.verdict,
-                lane=settings.lane,
-            )  # fmt: skip
-            summary = {"self_test": True, "verdict": tested.verdict, **tested.receipt.to_json()}
-            _emit(args, report, summary)
-            return tested.exit_code
-        result = run_check(settings, progress)
-    except PinErrors as exc:  # the base's pins, found invalid only against its tree (covers)
-        raise ConfigError([str(e) for e in exc.errors]) from None
-    except PinError as exc:
-        raise ConfigError([str(exc)]) from None
-    finally:
-        progress.end()
+
+
+def report_self_test(
+    args: argparse.Namespace, settings: CheckSettings, tested: SelfTestResult
+) -> int:
+    """Print the self-test's report, write ``--junit``; its exit code."""
     report = Report(
-        receipt=result.receipt, rows=result.rows, reasons=result.reasons,
-        evidence=result.evidence, out_dir=str(settings.out), lane=settings.lane,
-    )  # fmt: skip
+        receipt=tested.receipt,
+        reasons=tested.reasons,
+        evidence=tested.evidence,
+        out_dir=str(settings.out),
+        self_test=True,
+        self_test_verdict=tested.verdict,
+        lane=settings.lane,
+    )
+    summary = {"self_test": True, "verdict": tested.verdict, **tested.receipt.to_json()}
+    _emit(args, report, summary)
+    return tested.exit_code
+
+
+def report_check(args: argparse.Namespace, settings: CheckSettings, result: CheckResult) -> int:
+    """Print the check's report, write ``--junit``; the verdict's exit code."""
+    report = Report(
+        receipt=result.receipt,
+        rows=result.rows,
+        reasons=result.reasons,
+        evidence=result.evidence,
+        out_dir=str(settings.out),
+        lane=settings.lane,
+    )
     _emit(args, report, None)
     return result.verdict.exit_code

@@ -1,4 +1,4 @@
-"""``patchgate check``: the whole gate on one patch (DESIGN §6-§8).
+"""``patchgate check``: the whole gate on one patch (docs/architecture.md).
 
 Flags win over the settings of ``--lane`` (a lane ``patchgate up`` started), which win over
 ``[check]`` of a ``patchgate.toml`` in the current directory, which wins over the settings of the
@@ -23,14 +23,19 @@ from typing import Any
 
 from client.commands._output import (
     NO_PATCH,
+    Progress,
     add_output_flags,
+    check_report_flags,
     env_settings,
     report_check,
+    report_self_test,
     require_patch,
 )
 from client.commands._util import add_repo_option, check_out_dir, parse_clock
 from client.errors import ConfigError
 from client.gate.attributes import base_attribute_problems
+from client.gate.pipeline import run_check
+from client.gate.selftest import run_self_test
 from client.gate.settings import CheckSettings
 from client.gate.workspace import resolve_rev
 from client.lanes.state import DEFAULT_LANE, MARKER, lane_settings_file
@@ -38,6 +43,7 @@ from client.outpaths import guard_output
 from patchgate.errors import PinError, PinErrors, UsageError
 from patchgate.pins import GitSource, PinSet, load_pins
 from patchgate.tls import ClientTLS
+from patchgate.vocabulary import ISOLATIONS, Isolation
 
 __all__ = [
     "base_config",
@@ -50,7 +56,7 @@ __all__ = [
 
 CONFIG_FILE = "patchgate.toml"
 MAX_MUTANTS = 50
-DEFAULT_MUTANTS = 16  # DESIGN §6 step 9
+DEFAULT_MUTANTS = 16  # docs/mutation.md
 _KNOWN = {
     "signer", "executor", "remote_executor", "operator_keyring", "executor_keyring", "out",
     "executor_concurrency", "isolation",
@@ -340,10 +346,11 @@ def _mutants(text: str) -> int:
     return k
 
 
-def _isolation(value: object) -> str:
-    if value not in ("run", "property"):
-        raise UsageError(f"isolation must be run or property, not {value!r}")
-    return str(value)
+def _isolation(value: object) -> Isolation:
+    for name in ISOLATIONS:
+        if value == name:
+            return name
+    raise UsageError(f"isolation must be run or property, not {value!r}")
 
 
 def settings_from_args(
@@ -464,4 +471,19 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, conf, lane=_lane_name(args.lane))
     if args.out is None and not {**conf, **env_settings()}.get("out") and not args.quiet:
         sys.stderr.write(f"patchgate: ledgers go to {settings.out} (no --out given)\n")
-    return report_check(args, settings)
+    check_report_flags(args, settings)  # a contradiction is a usage error before anything runs
+    progress = Progress(verbose=bool(getattr(args, "verbose", False)), quiet=args.quiet)
+    try:
+        if args.self_test:
+            tested = run_self_test(settings, progress)
+        else:
+            result = run_check(settings, progress)
+    except PinErrors as exc:  # the base's pins, found invalid only against its tree (covers)
+        raise ConfigError([str(e) for e in exc.errors]) from None
+    except PinError as exc:
+        raise ConfigError([str(exc)]) from None
+    finally:
+        progress.end()
+    if args.self_test:
+        return report_self_test(args, settings, tested)
+    return report_check(args, settings, result)

@@ -20,11 +20,18 @@ import hashlib
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from client.analysis.patch.roles import Layout
 from patchgate import git
-from patchgate.environment import OVERLAY, BuildStep, Built, build_environment, tree_files
+from patchgate.environment import (
+    OVERLAY,
+    BuildStep,
+    Built,
+    PipOptions,
+    build_environment,
+    tree_files,
+)
 from patchgate.errors import EnvironmentBuildError, PatchgateError, RefusedError, TransportError
 from patchgate.executor_client import BuildReply, ExecutorClient
 from patchgate.pins import GitSource, ProjectConfig
@@ -136,12 +143,9 @@ def build_for(
     config: ProjectConfig,
     *,
     has_src: bool,
-    cache: Path | None = None,
-    find_links: Sequence[Path] = (),
-    no_index: bool = False,
-    rebuild: bool = False,
     builder: Builder | None = None,
     say: Callable[[str], None] | None = None,
+    **pip: Unpack[PipOptions],
 ) -> Built:
     """Build the environment ``config`` (of revision ``rev``) names; EnvironmentBuildError.
 
@@ -161,10 +165,7 @@ def build_for(
         "lock": lock,
         "lock_name": source.describe(env.requirements),
         "source_roots": roots,
-        "cache": cache,
-        "find_links": find_links,
-        "no_index": no_index,
-        "rebuild": rebuild,
+        **pip,
     }
     step = env.build
     if step is None:

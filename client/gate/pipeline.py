@@ -1,5 +1,6 @@
-"""The pipeline of ``patchgate check`` (DESIGN §6): provenance -> changed symbols -> oracle and pins
--> fixture digest -> signature -> admission -> two runs -> ledgers -> credit -> receipt.
+"""The pipeline of ``patchgate check`` (docs/architecture.md): provenance -> changed symbols ->
+oracle and pins -> fixture digest -> environment -> signature -> admission -> two runs -> ledgers
+-> second pin -> credit and mutation -> receipt.
 
 Each step writes its own file only when it completed; a refused step writes no file. A later step
 never heals an earlier failure: the verdict is the first failing row of the merge table
@@ -23,7 +24,8 @@ from client.gate.environment import EXECUTOR_ENVIRONMENT, executor_builder, suit
 from client.gate.evidence import locate_properties, symbol_locations, write_run_logs
 from client.gate.provenance import ProvenanceError, build_provenance, format_clock
 from client.gate.runs.execution import LaneResult
-from client.gate.runs.mutation import score_with_evidence
+from client.gate.runs.mutation import executed_map, mutation_stage
+from client.gate.runs.suite import SignedSuite
 from client.gate.runs.targets import SymbolSite, locate, targets_of
 from client.gate.secondpin import second_pin_step
 from client.gate.settings import CheckSettings
@@ -32,13 +34,20 @@ from client.verdict.admission import decide
 from client.verdict.credit import CreditReport, CreditRow, rejection_codes, score
 from client.verdict.flakes import observe_flakes, quarantined
 from client.verdict.posture import Facts, Verdict, merge
-from client.verdict.receipt import build_receipt
+from client.verdict.receipt import ReceiptFacts, build_receipt
+from client.verdict.scoring import Findings, MutationTerms, score_with_evidence
 from client.verdict.stability import Stability, assess_all
 from patchgate.envelope import Envelope
 from patchgate.evidence import Evidence
 from patchgate.keys import Keyring
 from patchgate.ledgers import FILE_NAMES, Receipt, now_utc
 from patchgate.pins import PinSet, PropertyPin
+from patchgate.receipt_parts import (
+    EvidenceEntry,
+    LaneSummary,
+    MutationRecord,
+    TransportEntry,
+)
 
 __all__ = ["CheckResult", "remote_not_run", "run_check"]
 
@@ -85,13 +94,15 @@ class _State:
     fixture_digest: str = ""
     citations: dict[str, tuple[str, ...]] = field(default_factory=dict)
     predicate_hashes: dict[str, str] = field(default_factory=dict)
-    transport: list[dict[str, Any]] = field(default_factory=list)
-    lanes: dict[str, Any] = field(default_factory=lambda: {"local": {}, "remote": {}})
+    transport: list[TransportEntry] = field(default_factory=list)
+    lanes: dict[str, LaneSummary | dict[str, Any]] = field(
+        default_factory=lambda: {"local": {}, "remote": {}}
+    )
     rows: tuple[CreditRow, ...] = ()
     credits: dict[str, int] = field(default_factory=dict)
     coverage: float = 0.0
     uncredited: dict[str, str] = field(default_factory=dict)
-    evidence: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    evidence: dict[str, dict[str, EvidenceEntry]] = field(default_factory=dict)
     flake_observations: list[dict[str, Any]] = field(default_factory=list)
     freeze_problems: tuple[str, ...] = ()
     # What the static findings need when the run stops before scoring: every pinned property and
@@ -100,7 +111,7 @@ class _State:
     classes: dict[str, str] = field(default_factory=dict)
     scored: bool = False
     dual_pin: str = "not_run"
-    mutation: dict[str, Any] = field(default_factory=dict)  # the receipt's ``mutation`` entry
+    mutation: MutationRecord = field(default_factory=MutationRecord)  # the receipt's entry
     environment: str = ""  # the receipt's ``environment``: a digest, "executor", "" (not signed)
     seen: Evidence = field(default_factory=Evidence)  # what the report shows (CheckResult)
 
@@ -144,31 +155,33 @@ def _finish(s: CheckSettings, st: _State, facts: Facts) -> CheckResult:
         )
     verdict = merge(facts)
     receipt = build_receipt(
-        review_clock=st.review_clock,
-        patch_sha256=st.patch_sha256,
-        decision=st.decision,
-        posture=verdict.posture,
-        admit=verdict.admit,
-        changed_symbols=st.symbols,
-        excluded_paths=st.excluded,
-        changed_inputs=st.changed_inputs,
-        credits=st.credits,
-        coverage=st.coverage,
-        uncredited=st.uncredited,
-        evidence=st.evidence,
-        fixture_status=st.fixture_status,
-        fixture_digest=st.fixture_digest,
-        freeze_citations=[f for ids in st.citations.values() for f in ids],
-        flake_observations=st.flake_observations,
-        predicate_hashes=st.predicate_hashes,
-        rejection_codes=st.codes,
-        transport=st.transport,
-        lanes=st.lanes,
-        dual_pin=st.dual_pin,
-        override=_override(s),
-        mutation=st.mutation,
-        environment=st.environment,
-        judge=s.judge,
+        ReceiptFacts(
+            review_clock=st.review_clock,
+            patch_sha256=st.patch_sha256,
+            decision=st.decision,
+            posture=verdict.posture,
+            admit=verdict.admit,
+            changed_symbols=st.symbols,
+            excluded_paths=st.excluded,
+            changed_inputs=st.changed_inputs,
+            credits=st.credits,
+            coverage=st.coverage,
+            uncredited=st.uncredited,
+            evidence=st.evidence,
+            fixture_status=st.fixture_status,
+            fixture_digest=st.fixture_digest,
+            freeze_citations=[f for ids in st.citations.values() for f in ids],
+            flake_observations=st.flake_observations,
+            predicate_hashes=st.predicate_hashes,
+            rejection_codes=st.codes,
+            transport=st.transport,
+            lanes=st.lanes,
+            dual_pin=st.dual_pin,
+            override=_override(s),
+            mutation=st.mutation,
+            environment=st.environment,
+            judge=s.judge,
+        )
     )
     receipt.write(s.out / FILE_NAMES["receipt"])
     write_run_logs(s.out, st.seen.logs)
@@ -381,26 +394,24 @@ class _Check:
         executor_keyring: Keyring | None,
     ) -> CheckResult:
         s, st = self.s, self.st
-        root, fixture_root = self.ws.patched_dir, pins.config.fixture_root
+        signed = SignedSuite(
+            envelope=envelope,
+            digest=st.fixture_digest,
+            workspace=self.ws.patched_dir,
+            fixture_root=pins.config.fixture_root,
+            base=self.ws.base_dir,
+            executor_keyring=executor_keyring,
+            executors=s.executors,
+            remote_executor=s.remote_executor,
+            judge=steps.judge_mode(s.judge, self.ws.patched_dir, pins.config),
+            targets=targets_of(self.sites),
+        )
 
-        def lane(name: str, addresses: tuple[str, ...], props: list[PropertyPin]) -> LaneResult:
-            return steps.execute(
-                s,
-                lane=name,
-                addresses=addresses,
-                suite=props,
-                envelope=envelope,
-                digest=st.fixture_digest,
-                workspace=root,
-                fixture_root=fixture_root,
-                executor_keyring=executor_keyring,
-                say=self.say,
-                targets=targets_of(self.sites),
-                config=pins.config,
-            )
+        def lane(name: str, props: list[PropertyPin]) -> LaneResult:
+            return steps.execute(s, signed, name, props, self.say)
 
         # No local executor (``check --remote-only``): the remote lane is the only evidence.
-        local = lane("local", s.executors, suite) if s.executors else LaneResult(lane="local")
+        local = lane("local", suite) if s.executors else LaneResult(lane="local")
         ids = [p.id for p in suite]
         # idempotent_io: two applies must also leave the same output tree
         io = {p.id for p in suite if p.property_class == "idempotent_io"}
@@ -419,11 +430,11 @@ class _Check:
         )
         remote = None
         if s.remote_executor and not not_run:
-            remote = lane("remote", (s.remote_executor,), confirm)
+            remote = lane("remote", confirm)
         rids = [p.id for p in confirm]
         rstab = assess_all(rids, remote.outcomes, s.runs) if remote is not None else {}
         # Transport of attempts that were re-run is kept (``retried``); it left no run missing.
-        st.transport.extend({**t.to_json(), "retried": True} for t in local.retried)
+        st.transport.extend(t.retried() for t in local.retried)
         st.transport.extend(t.to_json() for t in local.transport)
         st.lanes = {"local": local.summary({k: v.status for k, v in stab.items()}), "remote": {}}
         st.reasons.extend(local.refusals)
@@ -461,20 +472,7 @@ class _Check:
             return self.done(local_transport=True)
         # Credit is evidence: the runs executed the symbol, and (the mutation stage) the property
         # killed a mutant of it (client.gate.runs.mutation).
-        report, st.mutation = score_with_evidence(
-            s, symbols=st.symbols, suite=[*suite, *self.held], classes=classes, local=stab,
-            remote=rstab, sites=self.sites, patched=self.ws.patched_dir, base=self.ws.base_dir,
-            allow_unmutated=pins.config.allow_unmutated, envelope=envelope,
-            min_mutation_score=pins.config.min_mutation_score,
-            digest=st.fixture_digest, fixture_root=fixture_root,
-            executor_keyring=executor_keyring, say=self.say,
-            untrusted=(
-                steps.introspection(self.ws, pins, st.symbols, [*suite, *self.held])
-                if s.mutants > 0
-                else {}
-            ),
-            judge=steps.judge_mode(s.judge, self.ws.patched_dir, pins.config),
-        )  # fmt: skip
+        report, st.mutation = self.score(pins, signed, [*suite, *self.held], classes, stab, rstab)
         unmutated = s.mutants <= 0 and not pins.config.allow_unmutated
         if unmutated:
             st.reasons.append(
@@ -512,6 +510,38 @@ class _Check:
             unmutated=unmutated,
             unjudged=unjudged,
         )
+
+    def score(  # noqa: PLR0917 - the check's own state, passed on once
+        self,
+        pins: PinSet,
+        signed: SignedSuite,
+        everyone: list[PropertyPin],
+        classes: dict[str, str],
+        stab: dict[str, Stability],
+        rstab: dict[str, Stability],
+    ) -> tuple[CreditReport, MutationRecord]:
+        """Credit with its evidence (client.verdict.scoring): the executed rule, then the
+        mutation stage of the symbols that would earn credit."""
+        s, st = self.s, self.st
+        wanted = s.mutants > 0
+        untrusted = steps.introspection(self.ws, pins, st.symbols, everyone) if wanted else {}
+        found = Findings(
+            symbols=st.symbols,
+            suite=everyone,
+            classes=classes,
+            local=stab,
+            remote=rstab,
+            executed=executed_map(self.sites, st.symbols, everyone, stab),
+            untrusted=untrusted,
+        )
+        terms = MutationTerms(
+            mutants=s.mutants,
+            judge=signed.judge.judge,
+            allow_unmutated=pins.config.allow_unmutated,
+            min_mutation_score=pins.config.min_mutation_score,
+        )
+        stage = mutation_stage(s, signed, self.sites, found, terms, say=self.say)
+        return score_with_evidence(found, terms, stage, self.say)
 
     def remote_only(
         self, suite: list[PropertyPin], classes: dict[str, str], rstab: dict[str, Stability]

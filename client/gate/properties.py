@@ -1,5 +1,5 @@
 """``patchgate properties``: the property ledger alone, of one revision, on a digest the caller
-expects (DESIGN §8; the source article's step 2 on this pipeline).
+expects (docs/reference/exit-codes.md; the source article's step 2 on this pipeline).
 
 The pins come from ``--base``; the tree scored is ``--rev`` (default ``HEAD``), read through
 :func:`client.gate.workspace.tree_at`. In order, the first failing step decides and nothing is
@@ -136,11 +136,8 @@ def run_properties(
         suite, held = _suite(pins, root, clock)
         for line in held:
             say(line)
-        lane = steps.execute(
-            s, lane="local", addresses=s.executors, suite=suite, envelope=sig.envelope,
-            digest=live, workspace=root, fixture_root=pins.config.fixture_root,
-            executor_keyring=sig.executor_keyring, say=say,
-        )  # fmt: skip
+        signed = steps.signed_suite(s, sig, live, root, pins.config.fixture_root)
+        lane = steps.execute(s, signed, "local", suite, say)
     stab: dict[str, Stability] = assess_all([p.id for p in suite], lane.outcomes, s.runs)
     if lane.refusals:
         return PropertiesResult(exit_code=_EXIT_UNSCORED, digest=live, reasons=tuple(lane.refusals))

@@ -1,4 +1,4 @@
-"""Provenance of a patch (DESIGN §6 step 1): who drafted it, when it was received, which bytes.
+"""Provenance of a patch (docs/architecture.md): who drafted it, when it was received, which bytes.
 
 ``draft_id`` and the drafter role come from the operator's flags, ``received_at`` from the
 operator's UTC clock (or ``--clock``), and ``patch_sha256`` is computed here from the exact patch

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from client.gate.settings import CheckSettings
-from client.gate.steps import Say, execute, measure, signature_step
+from client.gate.steps import Say, execute, measure, signature_step, signed_suite
 from client.gate.workspace import Workspace, tree_at
 from client.verdict.stability import Stability, assess_all
 from patchgate.digest import Manifest
 from patchgate.errors import FixtureScanError, UsageError
 from patchgate.ledgers import FILE_NAMES, DriftRecord
 from patchgate.pins import FixturePin, PinSet, PropertyPin, parse_fixture_pin
+from patchgate.receipt_parts import TransportEntry
 
 __all__ = ["SecondPin", "copy_of_first", "second_pin_step"]
 
@@ -45,7 +46,7 @@ class SecondPin:
     drift: bool | None = False  # None: the second run could not complete (transport)
     agrees: bool | None = None
     status: str = "not_run"  # the receipt's dual_pin: not_run, agree, drift or refused
-    transport: list[dict[str, Any]] = field(default_factory=list)
+    transport: list[TransportEntry] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
 
 
@@ -177,22 +178,12 @@ def _compare(  # noqa: PLR0917 - the step's state, split from the reading of the
         if sig.envelope is None:
             differing = [f"second pin not signed: {sig.problem}"]
         else:
-            lane = execute(
-                s,
-                lane="local",
-                addresses=s.executors,
-                suite=suite,
-                envelope=sig.envelope,
-                digest=manifest2.digest(),
-                workspace=src.root,
-                fixture_root=pins.config.fixture_root,
-                executor_keyring=sig.executor_keyring,
-                say=say,
-                config=pins.config,
-            )
+            where = (src.root, pins.config.fixture_root, pins.config)
+            signed = signed_suite(s, sig, manifest2.digest(), *where)
+            lane = execute(s, signed, "local", suite, say)
             io = {p.id for p in suite if p.property_class == "idempotent_io"}
             stab2 = assess_all([p.id for p in suite], lane.outcomes, s.runs, same_tree=io)
-            result.transport.extend({**t.to_json(), "retried": True} for t in lane.retried)
+            result.transport.extend(t.retried() for t in lane.retried)
             result.transport.extend(t.to_json() for t in lane.transport)
             if (
                 lane.refusals

@@ -39,12 +39,14 @@ from client.gate.evidence import locate_properties, write_run_logs
 from client.gate.settings import CheckSettings
 from client.gate.workspace import base_pins, tree_at
 from client.verdict.flakes import quarantined
-from client.verdict.receipt import build_receipt
+from client.verdict.receipt import ReceiptFacts, build_receipt
 from client.verdict.stability import assess_all
 from patchgate import git
 from patchgate.evidence import Evidence
 from patchgate.ledgers import Receipt, now_utc
 from patchgate.pins import PinSet, ProjectConfig, PropertyPin
+from patchgate.receipt_parts import TransportEntry
+from patchgate.vocabulary import Posture
 
 __all__ = ["CAUSES", "SelfTestResult", "import_hint", "run_self_test"]
 
@@ -60,7 +62,7 @@ CAUSES = {
     "signature": (EXIT_BROKEN, "the operator signature does not verify"),
     "properties": (EXIT_BROKEN, "properties did not pass on the base"),
 }
-_POSTURE = {
+_POSTURE: dict[int, Posture] = {
     EXIT_PASSED: "human_review",
     EXIT_BROKEN: "reject_property_miss",
     EXIT_UNSCORED: "reject_unscored",
@@ -86,7 +88,7 @@ class _Seen:
     fixture_status: str = ""
     fixture_digest: str = ""
     lanes: dict[str, Any] = field(default_factory=dict)
-    transport: list[dict[str, Any]] = field(default_factory=list)
+    transport: list[TransportEntry] = field(default_factory=list)
     environment: str = ""
     source_roots_src: bool = False
 
@@ -96,16 +98,18 @@ class _Seen:
         code, words = CAUSES[cause]
         verdict = "SELF-TEST PASSED" if cause == "passed" else f"SELF-TEST FAILED: {words}"
         summary = build_receipt(
-            review_clock=now_utc(),
-            patch_sha256="",
-            decision="self_test",
-            posture=_POSTURE[code],
-            admit=False,
-            fixture_status=self.fixture_status,
-            fixture_digest=self.fixture_digest,
-            lanes=self.lanes,
-            transport=self.transport,
-            environment=self.environment,
+            ReceiptFacts(
+                review_clock=now_utc(),
+                patch_sha256="",
+                decision="self_test",
+                posture=_POSTURE[code],
+                admit=False,
+                fixture_status=self.fixture_status,
+                fixture_digest=self.fixture_digest,
+                lanes=self.lanes,
+                transport=self.transport,
+                environment=self.environment,
+            )
         )
         return SelfTestResult(
             exit_code=code,
@@ -236,18 +240,8 @@ def run_self_test(s: CheckSettings, say: Callable[[str], None]) -> SelfTestResul
             return seen.result("signer", list(sig.reasons), evidence)
         if sig.envelope is None:
             return seen.result("signature", [sig.problem or "no operator signature"], evidence)
-        lane = steps.execute(
-            s,
-            lane="local",
-            addresses=s.executors,
-            suite=suite,
-            envelope=sig.envelope,
-            digest=fixture.digest,
-            workspace=root,
-            fixture_root=pins.config.fixture_root,
-            executor_keyring=sig.executor_keyring,
-            say=say,
-        )
+        signed = steps.signed_suite(s, sig, fixture.digest, root, pins.config.fixture_root)
+        lane = steps.execute(s, signed, "local", suite, say)
     write_run_logs(s.out, lane.logs)
     # Which files each property's run read comes from the judge's audit hook (issue 20); without
     # that record (None, every run today) the self-test cannot tell, and warns about nothing.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchgate.tls import ClientTLS
+from patchgate.vocabulary import Isolation, JudgeName
 
 __all__ = ["CheckSettings"]
 
@@ -44,10 +45,12 @@ class CheckSettings:
     #: admitted only when the reviewed configuration says ``allow_unmutated = true``).
     mutants: int = 16
     executor_concurrency: int | None = None  # per address; None: 2 for dns: fleets, else 1
-    isolation: str = "run"  # "run": a sandbox per group and run; "property": per property and run
-    #: "on": the judge apart (DESIGN §6.7); "off": the single-process run, admitted only when the
-    #: reviewed configuration says ``allow_judge_off = true``.
-    judge: str = "on"
+    isolation: Isolation = (
+        "run"  # "run": a sandbox per group and run; "property": per property and run
+    )
+    #: "on": the judge apart (docs/executor.md, "The judge apart"); "off": the single-process run,
+    #: admitted only when the reviewed configuration says ``allow_judge_off = true``.
+    judge: JudgeName = "on"
     #: Provenance the operator states: the model that drafted the patch (blank unless given;
     #: never read from the patch) and the interface (lane or tool) that returned it.
     model: str = ""

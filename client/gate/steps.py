@@ -25,9 +25,10 @@ from client.analysis.patch.covers import base_names, resolve_covers
 from client.analysis.patch.roles import layout_of
 from client.analysis.patch.touched import Touched, judge, read_inputs
 from client.gate.runs import durations
-from client.gate.runs.execution import LaneResult, run_lane
+from client.gate.runs.execution import LaneResult, LaneTerms, run_lane
 from client.gate.runs.judging import JudgeMode, production_names
-from client.gate.runs.targets import Target, targeted_connect
+from client.gate.runs.suite import SignedSuite
+from client.gate.runs.targets import targeted_connect
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
 from client.verdict.admission import covering
@@ -58,7 +59,9 @@ from patchgate.ledgers import (
     now_utc,
 )
 from patchgate.pins import DirSource, PinSet, ProjectConfig, PropertyPin, load_config
+from patchgate.receipt_parts import TransportEntry
 from patchgate.signer_client import SignerClient
+from patchgate.vocabulary import JudgeName
 
 __all__ = [
     "FixtureResult",
@@ -72,6 +75,7 @@ __all__ = [
     "read_patch",
     "resolve_pins",
     "signature_step",
+    "signed_suite",
     "write_flake_ledger",
     "write_freeze_proposals",
     "write_json",
@@ -213,7 +217,7 @@ def citations_of(
     read_patched: Callable[[str], bytes | None] | None,
 ) -> list[Citation]:
     """Every freeze citation of the patched tree: each pinned property's, then each test function
-    of a touched ``.py`` file that is not a pinned property's test (DESIGN §3)."""
+    of a touched ``.py`` file that is not a pinned property's test (docs/reference/pins.md)."""
     out = [
         Citation(cited_by=pid, test_id=r.node_id, ids=r.freeze_ids, texts=r.citations)
         for pid, r in sorted(reports.items())
@@ -361,7 +365,7 @@ class SignatureResult:
 
     envelope: Envelope | None = None
     problem: str | None = None
-    transport: dict[str, Any] | None = None
+    transport: TransportEntry | None = None
     notes: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     executor_keyring: Keyring | None = None
@@ -386,14 +390,14 @@ def signature_step(
                 )
             envelope, statement = signer.sign_and_verify(manifest, ring)
     except TransportError as exc:
-        detail = {
-            "kind": exc.kind,
-            "detail": exc.detail,
-            "property_id": "",
-            "run_index": 0,
-            "lane": "signer",
-            "address": s.signer,
-        }
+        detail = TransportEntry(
+            kind=exc.kind,
+            detail=exc.detail,
+            property_id="",
+            run_index=0,
+            lane="signer",
+            address=s.signer,
+        )
         why = unreachable_words(
             who="signer", address=s.signer, kind=exc.kind, detail=exc.detail, lane=s.lane
         )
@@ -409,46 +413,50 @@ def signature_step(
     return SignatureResult(envelope=envelope, notes=tuple(notes), executor_keyring=exec_ring)
 
 
-def execute(
+def signed_suite(  # noqa: PLR0917 - the signature step's result and where the suite runs
     s: CheckSettings,
-    *,
-    lane: str,
-    addresses: Sequence[str],
-    suite: Sequence[PropertyPin],
-    envelope: Envelope,
+    sig: SignatureResult,
     digest: str,
     workspace: Path,
     fixture_root: str,
-    executor_keyring: Keyring | None,
-    say: Say,
-    targets: Sequence[Target] = (),
     config: ProjectConfig | None = None,
-) -> LaneResult:
-    """Run the suite on one lane (see client.gate.runs.execution); every Execute sends ``targets``,
-    the changed symbols' code (client.gate.runs.targets), and the judge mode with the production
-    names of ``workspace`` under the base's ``config`` (client.gate.runs.judging)."""
-    tls = s.remote_tls if lane == "remote" else s.executor_tls
-    mode = judge_mode(s.judge, workspace, config)
-    say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
-    memory = durations.default_path()
-    result = run_lane(
-        lane=lane,
-        addresses=addresses,
-        suite=suite,
-        envelope=envelope,
-        expected_digest=digest,
+) -> SignedSuite:
+    """The signed suite of a signature step that signed (``sig.envelope`` set): its local lane
+    on the check's executors, the judge mode of ``workspace`` under ``config`` (the tree's own
+    when None: see :func:`judge_mode`), no targets."""
+    if sig.envelope is None:
+        raise ValueError("the signature step signed nothing")
+    return SignedSuite(
+        envelope=sig.envelope,
+        digest=digest,
         workspace=workspace,
         fixture_root=fixture_root,
+        executor_keyring=sig.executor_keyring,
+        executors=s.executors,
+        remote_executor=s.remote_executor,
+        judge=judge_mode(s.judge, workspace, config),
+    )
+
+
+def execute(
+    s: CheckSettings, signed: SignedSuite, lane: str, suite: Sequence[PropertyPin], say: Say
+) -> LaneResult:
+    """Run the suite on one lane (see client.gate.runs.execution): ``local`` on the check's
+    executors, ``remote`` on its remote executor; every Execute sends the signed suite's targets,
+    the changed symbols' code (client.gate.runs.targets), and its judge mode."""
+    addresses = signed.lane_addresses(lane)
+    tls = s.remote_tls if lane == "remote" else s.executor_tls
+    say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
+    memory = durations.default_path()
+    terms = LaneTerms(
         runs=s.runs,
-        request_prefix=digest[:12],
         tls=tls,
-        executor_keyring=executor_keyring,
-        progress=say,
         concurrency=s.executor_concurrency,
         isolation=s.isolation,
         costs=durations.load(memory, suite) if s.isolation == "run" else {},
-        connect=targeted_connect(lane, tls, executor_keyring, targets, mode),
+        connect=targeted_connect(lane, tls, signed.executor_keyring, signed.targets, signed.judge),
     )
+    result = run_lane(signed, lane, addresses, suite, terms, progress=say)
     durations.save(memory, suite, result.outcomes)  # spreads the next check; decides nothing
     return result
 
@@ -487,7 +495,8 @@ def write_property_ledger(
 def write_flake_ledger(
     out: Path, observations: Sequence[FlakeObservation], digest: str, reasons: list[str]
 ) -> None:
-    """flake_ledger.json for the first observation (DESIGN §7 preconditions already hold)."""
+    """flake_ledger.json for the first observation (its preconditions already hold:
+    docs/reference/receipt.md)."""
     if not observations:
         return
     first = observations[0]
@@ -530,7 +539,7 @@ def write_freeze_proposals(
         )
 
 
-def judge_mode(name: str, workspace: Path, config: ProjectConfig | None) -> JudgeMode:
+def judge_mode(name: JudgeName, workspace: Path, config: ProjectConfig | None) -> JudgeMode:
     """The judge mode of a check's Executes: the source roots and production names of the tree
     to run, under the base's configuration (the tree's own when none is given: the base tree)."""
     if config is None:

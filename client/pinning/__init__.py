@@ -5,7 +5,8 @@ rehashes the fixture tree into ``fixtures.json`` (``pin fixtures``), ``collect``
 marked ``@pytest.mark.patchgate`` into ``properties.json`` (``pin properties --from-pytest``),
 ``check`` validates the three pin files against their JSON Schemas, the parser and the symbols of
 a tree (``pin check``). ``tree`` reads a working tree or a git revision, ``changes`` is what a
-rewrite changed. Each module refuses before it writes: a refusal leaves no file behind.
+rewrite changed, ``names`` the symbol names a ``covers`` entry may use, ``tracked`` which fixture
+files git tracks. Each module refuses before it writes: a refusal leaves no file behind.
 
 This room may import :mod:`client.analysis` (symbol tables, the source layout),
 :mod:`client.gate` (only to extract a revision as ``check`` extracts its base),

@@ -197,7 +197,7 @@ def covers_problems(obj: object, where: str, symbols: SymbolNames, tree_name: st
 
 
 #: The warning of a pin with no fixture files (``pin check``, ``init``): such a base can be checked
-#: but never admitted (fixture status ``not_applicable``, DESIGN §6).
+#: but never admitted (fixture status ``not_applicable``, docs/architecture.md).
 NO_FIXTURES = (
     "pins/fixtures.json pins no file under the fixture root {root!r}: a check of this base is "
     "never admitted (nothing says which bytes the suite saw); commit one fixture that can "

@@ -1,4 +1,4 @@
-"""The admission matrix of DESIGN §6 step 6: first matching row wins.
+"""The admission matrix (docs/reference/codes.md): first matching row wins.
 
 Rows, in order::
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from patchgate.ledgers import Admission
 from patchgate.pins import PropertyPin
 from patchgate.symbols import covers
+from patchgate.vocabulary import DECISIONS as _DECISIONS
 
 __all__ = [
     "DECISIONS",
@@ -32,7 +33,7 @@ __all__ = [
     "decide",
 ]
 
-DECISIONS = ("reject_provenance", "reject_fixture_role", "reject_class", "admit")
+DECISIONS = _DECISIONS  # the vocabulary's
 ROWS = ("provenance", "fixture_role", "class", "admit")
 TAUTOLOGY = "tautology"
 

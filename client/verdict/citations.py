@@ -1,4 +1,5 @@
-"""Freeze citations that hold (DESIGN §3, §6.9): when a skip/xfail that cites a flake id is valid.
+"""Freeze citations that hold: when a skip/xfail that cites a flake id is valid
+(docs/reference/pins.md).
 
 A citation is a test's skip/xfail marker or call whose reason names a flake id (``FLK-1044``).
 It is read from every pinned property and from every test function of a file the patch touched.

@@ -1,6 +1,6 @@
 """Per-symbol property credit, the reasons a symbol earned none, and the codes R1-R9.
 
-One point per changed symbol (DESIGN §6 step 9): some suite property covers it, is a real predicate
+One point per changed symbol (docs/mutation.md): some suite property covers it, is a real predicate
 (assertion class ``property``) of an eligible class, and passed in both *local* runs. Every changed
 symbol with credit 0 gets ``R1``, whatever stopped the run, and one line in ``uncredited`` saying
 why (no property covers it; fixture equality only (R5); no visible predicate (an ``opaque``
@@ -34,12 +34,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from client.verdict.admission import covering
 from client.verdict.stability import Stability
 from patchgate.ledgers import REJECTION_CODES
 from patchgate.pins import PropertyPin
+from patchgate.receipt_parts import EvidenceEntry
 
 __all__ = [
     "CONTROL_FAILED",
@@ -52,6 +52,7 @@ __all__ = [
     "STOPPED_PREFIX",
     "CreditReport",
     "CreditRow",
+    "MutationFindings",
     "MutationResult",
     "rejection_codes",
     "required_controls",
@@ -95,7 +96,7 @@ class CreditRow:
 
 def required_controls(min_score: float) -> int:
     """Hidden controls a property must run (and pass) for its mutation evidence to count:
-    max(2, ⌈ln 0.01 / ln(1 - s)⌉), 2 at s = 1 (DESIGN §6 step 9). A hair of tolerance keeps a
+    max(2, ⌈ln 0.01 / ln(1 - s)⌉), 2 at s = 1 (docs/mutation.md). A hair of tolerance keeps a
     ratio that is an integer in exact arithmetic (s = 0.9: 2) from rounding up."""
     if not 0 < min_score <= 1:
         raise ValueError(f"min_mutation_score {min_score!r} is not in (0, 1]")
@@ -110,7 +111,7 @@ def _labels(labels: Sequence[str]) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class MutationResult:
-    """The mutation stage's findings for one symbol (v2, DESIGN §6 step 9), by property.
+    """The mutation stage's findings for one symbol (v2, docs/mutation.md), by property.
 
     ``made``: mutants made for the symbol (after the cap); ``sites``: applicable (operator, site)
     pairs on the changed lines; ``candidates``: compiling mutants before the cap; ``skipped``:
@@ -203,7 +204,7 @@ class CreditReport:
     codes: tuple[str, ...]
     rows: tuple[CreditRow, ...]
     uncredited: dict[str, str] = field(default_factory=dict)
-    evidence: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    evidence: dict[str, dict[str, EvidenceEntry]] = field(default_factory=dict)
     misses: tuple[str, ...] = ()
     unstable: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
@@ -272,26 +273,29 @@ def _evidence(
     executed: bool | None,
     mutation: MutationResult | None,
     pid: str,
-) -> dict[str, Any]:
+) -> EvidenceEntry:
     """What is known of one property for one symbol: its runs, whether they executed the symbol,
     and what its mutants showed (zeros and empty lists when the stage was off or did not reach
     the pair). ``mutants``: the mutants it ran on (scored + crashed + hung); ``killed`` a count,
     ``survivors`` labels; ``score`` null when nothing was scored; ``seed`` only when capped."""
     runs = [r.outcome if r is not None else None for r in stab.runs] if stab is not None else []
-    out: dict[str, Any] = {"runs": runs, "assertion_class": klass}
+    m = mutation or MutationResult()
+    out = EvidenceEntry(
+        runs=runs,
+        assertion_class=klass,
+        mutants=m.ran(pid),
+        killed=len(m.killed.get(pid, ())),
+        survivors=list(m.survived.get(pid, ())),
+        sites=m.sites,
+        scored=m.scored(pid),
+        score=m.score(pid),
+        crashed=list(m.crashed.get(pid, ())),
+        hung=list(m.hung.get(pid, ())),
+        controls=m.controls.get(pid, 0),
+        controls_failed=list(m.controls_failed.get(pid, ())),
+    )
     if executed is not None:
         out["executed"] = executed
-    m = mutation or MutationResult()
-    out["mutants"] = m.ran(pid)
-    out["killed"] = len(m.killed.get(pid, ()))
-    out["survivors"] = list(m.survived.get(pid, ()))
-    out["sites"] = m.sites
-    out["scored"] = m.scored(pid)
-    out["score"] = m.score(pid)
-    out["crashed"] = list(m.crashed.get(pid, ()))
-    out["hung"] = list(m.hung.get(pid, ()))
-    out["controls"] = m.controls.get(pid, 0)
-    out["controls_failed"] = list(m.controls_failed.get(pid, ()))
     if m.seed is not None:
         out["seed"] = m.seed
     return out
@@ -304,6 +308,17 @@ def _killed_cell(mutation: MutationResult | None, pid: str) -> str:
     return f"{len(mutation.killed.get(pid, ()))}/{mutation.scored(pid)}"
 
 
+@dataclass(frozen=True)
+class MutationFindings:
+    """What the mutation stage showed: symbol -> what its mutants showed (a symbol missing from
+    ``results`` had no mutant made), and the base configuration's threshold ``min_score`` a
+    covering property's mutation score must reach (beside one kill, every control passed and at
+    least :func:`required_controls` of them run)."""
+
+    results: Mapping[str, MutationResult]
+    min_score: float = 0.5
+
+
 def score(
     *,
     changed_symbols: Sequence[str],
@@ -313,17 +328,13 @@ def score(
     remote: Mapping[str, Stability] | None = None,
     stopped: str = "",
     executed: Mapping[str, Mapping[str, bool]] | None = None,
-    mutation: Mapping[str, MutationResult] | None = None,
-    min_mutation_score: float = 0.5,
+    mutation: MutationFindings | None = None,
 ) -> CreditReport:
     """Credit each changed symbol from the suite's two-run results.
 
     ``executed``: symbol -> property -> whether every local run executed the symbol (a pair
     missing from a given mapping is False); None: not traced, the rule is not applied.
-    ``mutation``: symbol -> what its mutants showed (a symbol missing from a given mapping has
-    had no mutant made); None: the stage was off. ``min_mutation_score``: the base
-    configuration's threshold a covering property's mutation score must reach (beside one kill,
-    every control passed and at least :func:`required_controls` of them run).
+    ``mutation``: what the stage showed (see :class:`MutationFindings`); None: the stage was off.
 
     ``stopped`` names the posture that stopped the check before its results could count (fixture
     mismatch, oracle moved, pin mutation, not admitted, transport, ...): every credit is then 0,
@@ -332,7 +343,7 @@ def score(
     remote = remote or {}
     credits: dict[str, int] = {}
     uncredited: dict[str, str] = {}
-    evidence: dict[str, dict[str, dict[str, Any]]] = {}
+    evidence: dict[str, dict[str, EvidenceEntry]] = {}
     rows: list[CreditRow] = []
     codes: set[str] = set()
     for symbol in changed_symbols:
@@ -356,11 +367,18 @@ def score(
             klass = assertion_classes.get(prop.id, "opaque")
             lstab = None if stopped else local.get(prop.id)
             hit = None if executed is None else bool(executed.get(symbol, {}).get(prop.id))
-            mut = None if mutation is None else mutation.get(symbol, MutationResult())
+            mut = None if mutation is None else mutation.results.get(symbol, MutationResult())
+            min_score = 0.5 if mutation is None else mutation.min_score
             credit, why, code = _judge(
-                prop, klass, lstab, remote.get(prop.id), stopped, executed=hit, mutation=mut,
-                min_score=min_mutation_score,
-            )  # fmt: skip
+                prop,
+                klass,
+                lstab,
+                remote.get(prop.id),
+                stopped,
+                executed=hit,
+                mutation=mut,
+                min_score=min_score,
+            )
             if code == "R3" and not cited_only:
                 code, why = None, FREEZE_BESIDE
             if code:

@@ -1,4 +1,4 @@
-"""Flake observations (DESIGN §6 steps 9-10): when a pre-listed flake may excuse a failing property.
+"""Flake observations (docs/gate.md): when a pre-listed flake may excuse a failing property.
 
 A failing property is a flake observation only when all of these hold:
 

@@ -1,8 +1,8 @@
-"""The merge table: what the steps found -> one posture, ``admit`` and the exit code (DESIGN §6-§8).
+"""The merge table: what the steps found -> one posture, ``admit`` and the exit code.
 
-First matching row wins; the rows follow the pipeline order of DESIGN §6 (provenance, oracle and
-pins, fixture digest, signature, admission, run, stability, credit), so a later step never heals an
-earlier failure::
+First matching row wins; the rows follow the order of a check (docs/architecture.md: provenance,
+oracle and pins, fixture digest, signature, admission, run, stability, credit), so a later step
+never heals an earlier failure::
 
     row                 condition                                       posture               exit
     provenance          decision reject_provenance                      reject_admission      1
@@ -31,9 +31,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from patchgate.vocabulary import Posture
+
 __all__ = ["EXIT_CODES", "Facts", "Verdict", "merge"]
 
-EXIT_CODES = {
+EXIT_CODES: dict[Posture, int] = {
     "reject_unscored": 2,
     "reject_admission": 1,
     "reject_oracle_moved": 1,
@@ -76,15 +78,15 @@ class Facts:
 class Verdict:
     """The merged verdict: posture, the row that fired, ``admit`` and the exit code."""
 
-    posture: str
+    posture: Posture
     row: str
     admit: bool
     exit_code: int
 
 
-def _row(f: Facts) -> tuple[str, str]:
+def _row(f: Facts) -> tuple[str, Posture]:
     codes = set(f.codes)
-    table: list[tuple[bool, str, str]] = [
+    table: list[tuple[bool, str, Posture]] = [
         (f.decision == "reject_provenance", "provenance", "reject_admission"),
         ("R8" in codes, "pin_mutation", "reject_pin_mutation"),
         ("R7" in codes, "oracle_moved", "reject_oracle_moved"),

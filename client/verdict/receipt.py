@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from client.verdict.credit import CreditRow, required_controls
 from patchgate.ledgers import (
@@ -21,72 +22,81 @@ from patchgate.ledgers import (
     REJECTION_CODES,
     Receipt,
 )
+from patchgate.receipt_parts import EvidenceEntry, LaneSummary, MutationRecord, TransportEntry
+from patchgate.vocabulary import JudgeName, Posture
 
-__all__ = ["build_receipt", "receipt_problems", "render_summary"]
+__all__ = ["ReceiptFacts", "build_receipt", "receipt_problems", "render_summary"]
 
 
-def build_receipt(
-    *,
-    review_clock: str,
-    patch_sha256: str,
-    decision: str,
-    posture: str,
-    admit: bool,
-    changed_symbols: Sequence[str] = (),
-    excluded_paths: Sequence[str] = (),
-    changed_inputs: Sequence[str] = (),
-    credits: Mapping[str, int] | None = None,
-    coverage: float = 0.0,
-    uncredited: Mapping[str, str] | None = None,
-    evidence: Mapping[str, Mapping[str, Any]] | None = None,
-    fixture_status: str = "",
-    fixture_digest: str = "",
-    freeze_citations: Sequence[str] = (),
-    flake_observations: Sequence[Mapping[str, Any]] = (),
-    predicate_hashes: Mapping[str, str] | None = None,
-    rejection_codes: Sequence[str] = (),
-    transport: Sequence[Mapping[str, Any]] = (),
-    lanes: Mapping[str, Any] | None = None,
-    dual_pin: str = "not_run",
-    override: Mapping[str, str] | None = None,
-    mutation: Mapping[str, Any] | None = None,
-    environment: str = "",
-    judge: str = "",
-) -> Receipt:
-    """A v2 Receipt; every changed symbol has a credit entry (0 unless earned).
+@dataclass(frozen=True, kw_only=True)
+class ReceiptFacts:
+    """What a check found, as the receipt records it (every field as in the receipt schema).
 
     ``override`` records a person's decision beside the gate's; nothing here reads it.
     """
-    credit_map = {s: 0 for s in changed_symbols}
-    credit_map.update(credits or {})
+
+    review_clock: str
+    patch_sha256: str
+    #: the admission decision ("" when the check stopped before admission; the self-test's
+    #: summary says ``self_test``)
+    decision: str
+    posture: Posture
+    admit: bool
+    changed_symbols: Sequence[str] = ()
+    excluded_paths: Sequence[str] = ()
+    changed_inputs: Sequence[str] = ()
+    credits: Mapping[str, int] | None = None
+    coverage: float = 0.0
+    uncredited: Mapping[str, str] | None = None
+    evidence: Mapping[str, Mapping[str, EvidenceEntry]] | None = None
+    fixture_status: str = ""  # a fixture status, or "" when the check stopped before it
+    fixture_digest: str = ""
+    freeze_citations: Sequence[str] = ()
+    flake_observations: Sequence[Mapping[str, Any]] = ()
+    predicate_hashes: Mapping[str, str] | None = None
+    rejection_codes: Sequence[str] = ()
+    transport: Sequence[TransportEntry] = ()
+    lanes: Mapping[str, LaneSummary | Mapping[str, Any]] | None = None
+    dual_pin: str = "not_run"
+    override: Mapping[str, str] | None = None
+    mutation: MutationRecord | None = None
+    environment: str = ""
+    judge: JudgeName | Literal[""] = ""
+
+
+def build_receipt(facts: ReceiptFacts) -> Receipt:
+    """A v2 Receipt of ``facts``; every changed symbol has a credit entry (0 unless earned)."""
+    f = facts
+    credit_map = {s: 0 for s in f.changed_symbols}
+    credit_map.update(f.credits or {})
     lane_map: dict[str, Any] = {"local": {}, "remote": {}}
-    lane_map.update(lanes or {})
+    lane_map.update(f.lanes or {})
     return Receipt(
-        review_clock=review_clock,
-        patch_sha256=patch_sha256,
-        decision=decision,
-        posture=posture,
-        changed_symbols=list(changed_symbols),
-        excluded_paths=list(excluded_paths),
-        changed_inputs=list(changed_inputs),
+        review_clock=f.review_clock,
+        patch_sha256=f.patch_sha256,
+        decision=f.decision,
+        posture=f.posture,
+        changed_symbols=list(f.changed_symbols),
+        excluded_paths=list(f.excluded_paths),
+        changed_inputs=list(f.changed_inputs),
         credits=credit_map,
-        coverage=round(coverage, 6),
-        uncredited=dict(sorted((uncredited or {}).items())),
-        evidence={k: dict(v) for k, v in sorted((evidence or {}).items())},
-        fixture_status=fixture_status,
-        fixture_digest=fixture_digest,
-        freeze_citations=sorted(set(freeze_citations)),
-        flake_observations=[dict(o) for o in flake_observations],
-        predicate_hashes=dict(sorted((predicate_hashes or {}).items())),
-        rejection_codes=list(rejection_codes),
-        transport=[dict(t) for t in transport],
+        coverage=round(f.coverage, 6),
+        uncredited=dict(sorted((f.uncredited or {}).items())),
+        evidence={k: dict(v) for k, v in sorted((f.evidence or {}).items())},
+        fixture_status=f.fixture_status,
+        fixture_digest=f.fixture_digest,
+        freeze_citations=sorted(set(f.freeze_citations)),
+        flake_observations=[dict(o) for o in f.flake_observations],
+        predicate_hashes=dict(sorted((f.predicate_hashes or {}).items())),
+        rejection_codes=list(f.rejection_codes),
+        transport=[dict(t) for t in f.transport],
         lanes=lane_map,
-        dual_pin=dual_pin,
-        override=dict(override or {}),
-        mutation=dict(mutation or {}),
-        environment=environment,
-        judge=judge,
-        admit=admit,
+        dual_pin=f.dual_pin,
+        override=dict(f.override or {}),
+        mutation=dict(f.mutation or {}),
+        environment=f.environment,
+        judge=f.judge,
+        admit=f.admit,
     )
 
 

@@ -1,4 +1,4 @@
-"""Two-run stability of one property (DESIGN §6 step 8) and freeze proposals.
+"""Two-run stability of one property (docs/architecture.md) and freeze proposals.
 
 * both runs recorded with the same outcome hash -> that outcome is the result;
 * both runs failed (``fail``, ``error`` or ``exceeded_bound``, even with different messages) -> a

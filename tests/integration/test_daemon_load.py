@@ -23,6 +23,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from patchgate.executor_client import ExecutorClient
+from patchgate.request import ExecuteRequest
 from patchgate.signer_client import SignerClient
 from patchgate.v1 import executor_pb2, executor_pb2_grpc, signer_pb2
 from tests.integration.fixtures_executor import ExecutorProc, billing_case
@@ -107,9 +108,14 @@ def _normal_calls(
         return
     with ExecutorClient(executor.address, timeout=300) as ec:
         result = ec.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties, runs=1,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+                runs=1,
+            )
+        )
     assert result.transport == (), result.transport
     assert [o.outcome for o in result.outcomes] == ["pass"]
 

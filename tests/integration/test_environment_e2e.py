@@ -23,6 +23,7 @@ from patchgate.envelope import Envelope
 from patchgate.errors import RefusedError
 from patchgate.executor_client import ExecutorClient
 from patchgate.pins import PropertyPin
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_gate import BillingRepo, Gate
 from tests.unit._pinning_helpers import git, write
 from tests.wheelhouse import PYTEST_STACK, lock_line, make_wheel, repack
@@ -163,7 +164,10 @@ def test_a_library_with_a_test_dependency_runs_in_its_signed_environment(
         command=tuple(props[0]["command"]),
     )
     with ExecutorClient(gate.executor) as client, pytest.raises(RefusedError) as refused:
-        client.execute(fixture_envelope=envelope, workspace=lib, fixture_root="fixtures",
-                       properties=[pin], runs=1)  # fmt: skip
+        client.execute(
+            ExecuteRequest(
+                envelope=envelope, workspace=lib, fixture_root="fixtures", properties=[pin], runs=1
+            )
+        )
     assert refused.value.code == "FAILED_PRECONDITION"
     assert "environment digest of the mounted bytes" in refused.value.reason

@@ -11,6 +11,7 @@ import pytest
 
 from patchgate.errors import RefusedError
 from patchgate.executor_client import ExecutionResult, ExecutorClient
+from patchgate.request import ExecuteRequest, Variant
 from tests.integration.fixtures_executor import (
     ExecutorProc,
     billing_case,
@@ -80,17 +81,19 @@ def _execute(
 ) -> ExecutionResult:  # type: ignore[no-untyped-def]
     with ExecutorClient(daemon.address) as client:
         return client.execute(
-            fixture_envelope=case.envelope,
-            workspace=case.workspace,
-            fixture_root="fixtures",
-            properties=case.properties,
-            runs=1,
-            judge="on",
-            source_roots=(".",),
-            production=("billing",),
-            variants=variants,
-            variant_bound_ms=4000,
-            variant_scope=scope,
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+                runs=1,
+                judge="on",
+                source_roots=(".",),
+                production=("billing",),
+                variants=tuple(Variant(*v) for v in variants),
+                variant_bound_ms=4000,
+                variant_scope=scope,
+            )
         )
 
 
@@ -188,13 +191,15 @@ def test_variants_are_refused_under_judge_off_over_the_wire(
     case = billing_case(tmp_path, operator_key.signer, properties=PROPS[:1])
     with ExecutorClient(executor_daemon.address) as client, pytest.raises(RefusedError) as err:
         client.execute(
-            fixture_envelope=case.envelope,
-            workspace=case.workspace,
-            fixture_root="fixtures",
-            properties=case.properties,
-            runs=1,
-            judge="off",
-            variants=((MODULE, b"x = 1\n"),),
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+                runs=1,
+                judge="off",
+                variants=tuple(Variant(*v) for v in ((MODULE, b"x = 1\n"),)),
+            )
         )
     assert err.value.code == "INVALID_ARGUMENT"
     assert "judge on" in str(err.value)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from patchgate.executor_client import ExecutionResult, ExecutorClient
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_executor import (
     ExecutorProc,
     billing_case,
@@ -76,12 +77,14 @@ def test_hog():
 def _execute(daemon: ExecutorProc, case, isolation: str, judge: str = "on") -> ExecutionResult:  # type: ignore[no-untyped-def]
     with ExecutorClient(daemon.address) as client:
         return client.execute(
-            fixture_envelope=case.envelope,
-            workspace=case.workspace,
-            fixture_root="fixtures",
-            properties=case.properties,
-            isolation=isolation,
-            judge=judge,
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+                isolation=isolation,
+                judge=judge,
+            )
         )
 
 

@@ -8,6 +8,7 @@ from patchgate.errors import TransportError
 from patchgate.executor_client import ExecutorClient
 from patchgate.keys import Keyring
 from patchgate.pki import issue, make_ca
+from patchgate.request import ExecuteRequest
 from patchgate.tls import ClientTLS
 from tests.integration.fixtures_executor import billing_case, prop, start_executor
 
@@ -23,9 +24,13 @@ def test_unreachable_executor_returns_unavailable_records(operator_key, tmp_path
     )  # fmt: skip
     with ExecutorClient(f"unix:{tmp_path}/nobody.sock", timeout=5) as client:
         result = client.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+            )
+        )
     assert result.outcomes == ()
     assert [(t.property_id, t.run_index, t.kind) for t in result.transport] == [
         ("a", 1, "unavailable"), ("a", 2, "unavailable"),
@@ -42,9 +47,13 @@ def test_result_signed_by_another_key_is_discarded(
     ring = Keyring([executor_key.signer.keyring_entry()])  # not the daemon's key
     with ExecutorClient(executor_daemon.address, executor_keyring=ring) as client:
         result = client.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+            )
+        )
     assert result.outcomes == ()
     assert {t.kind for t in result.transport} == {"internal"}
     assert result.envelope is None
@@ -85,9 +94,13 @@ def test_key_flag_signs_results_verifiable_with_a_pinned_keyring(
         with ExecutorClient(daemon.address, executor_keyring=ring) as client:
             assert client.info().executor_keyid == executor_key.signer.keyid
             result = client.execute(
-                fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-                properties=case.properties,
-            )  # fmt: skip
+                ExecuteRequest(
+                    envelope=case.envelope,
+                    workspace=case.workspace,
+                    fixture_root="fixtures",
+                    properties=case.properties,
+                )
+            )
     finally:
         daemon.stop()
     assert result.executor_keyid == executor_key.signer.keyid

@@ -12,6 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from patchgate.digest import hash_files
 from patchgate.executor_client import ExecutorClient, workspace_files
+from patchgate.request import ExecuteRequest
 from patchgate.v1 import common_pb2, executor_pb2, executor_pb2_grpc
 from tests.integration.fixtures_executor import (
     LABEL,
@@ -67,9 +68,13 @@ def test_engine_stopped_mid_run_is_unavailable(private_dockerd, operator_key, tm
         ).start()
         with ExecutorClient(daemon.address) as client:
             result = client.execute(
-                fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-                properties=case.properties,
-            )  # fmt: skip
+                ExecuteRequest(
+                    envelope=case.envelope,
+                    workspace=case.workspace,
+                    fixture_root="fixtures",
+                    properties=case.properties,
+                )
+            )
         assert result.outcomes == ()
         assert {t.kind for t in result.transport} == {"unavailable"}
         assert _health(daemon.address) == health_pb2.HealthCheckResponse.SERVING
@@ -86,10 +91,12 @@ def test_sigterm_mid_run_removes_containers(docker_engine, operator_key, tmp_pat
     worker = threading.Thread(
         target=lambda: box.append(
             client.execute(
-                fixture_envelope=case.envelope,
-                workspace=case.workspace,
-                fixture_root="fixtures",
-                properties=case.properties,
+                ExecuteRequest(
+                    envelope=case.envelope,
+                    workspace=case.workspace,
+                    fixture_root="fixtures",
+                    properties=case.properties,
+                )
             )
         ),
         daemon=True,
@@ -159,9 +166,13 @@ def _one_run(daemon, signer, tmp_path):
     case = billing_case(tmp_path, signer)
     with ExecutorClient(daemon.address) as client:
         return client.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+            )
+        )
 
 
 def test_missing_image_is_image_missing(docker_engine, operator_key, tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from patchgate.executor_client import ExecutionResult, ExecutorClient
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_executor import (
     ExecutorProc,
     PrivateDockerd,
@@ -52,11 +53,13 @@ def _execute_in_thread(
             with ExecutorClient(daemon.address) as client:
                 box.append(
                     client.execute(
-                        fixture_envelope=case.envelope,  # type: ignore[attr-defined]
-                        workspace=case.workspace,  # type: ignore[attr-defined]
-                        fixture_root="fixtures",
-                        properties=case.properties,  # type: ignore[attr-defined]
-                        runs=runs,
+                        ExecuteRequest(
+                            envelope=case.envelope,
+                            workspace=case.workspace,
+                            fixture_root="fixtures",
+                            properties=case.properties,
+                            runs=runs,
+                        )
                     )
                 )
         except BaseException as exc:  # surfaced by the test's assertions

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from patchgate.executor_client import ExecutorClient
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_executor import REPO, billing_case, prop, start_executor
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
@@ -75,10 +76,12 @@ def test_billing_property_runs_in_the_named_image(
     )  # fmt: skip
     with ExecutorClient(image_executor) as client:
         result = client.execute(
-            fixture_envelope=case.envelope,
-            workspace=case.workspace,
-            fixture_root="fixtures",
-            properties=case.properties,
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+            )
         )
     assert result.transport == ()
     got = {(o.property_id, o.run_index): (o.outcome, o.failure_signature) for o in result.outcomes}

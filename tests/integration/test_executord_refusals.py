@@ -15,6 +15,7 @@ from patchgate.errors import RefusedError
 from patchgate.executor_client import ExecutorClient
 from patchgate.keys import Keyring
 from patchgate.ledgers import now_utc
+from patchgate.request import ExecuteRequest
 from patchgate.v1 import executor_pb2, executor_pb2_grpc
 from tests.integration.fixtures_executor import (
     ExecutorProc,
@@ -33,9 +34,13 @@ def _refused(
     t0 = time.time() - 0.5
     with ExecutorClient(daemon.address) as client, pytest.raises(RefusedError) as info:
         client.execute(
-            fixture_envelope=envelope or case.envelope, workspace=case.workspace,
-            fixture_root="fixtures", properties=properties or case.properties,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=envelope or case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=properties or case.properties,
+            )
+        )
     time.sleep(0.5)
     assert containers_created_since(t0, daemon.instance) == []
     return info.value
@@ -98,13 +103,23 @@ def test_second_execution_uploads_nothing(executor_daemon, operator_key, tmp_pat
     t0 = time.time() - 0.5
     with ExecutorClient(executor_daemon.address) as client:
         first = client.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties, runs=1,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+                runs=1,
+            )
+        )
         second = client.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties, runs=1,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+                runs=1,
+            )
+        )
     assert first.uploaded_bytes > 0
     assert second.uploaded_bytes == 0
     assert [o.outcome for o in second.outcomes] == ["pass"]

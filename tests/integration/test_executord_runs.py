@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from patchgate.executor_client import ExecutorClient
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_executor import ExecutorProc, billing_case, prop
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -32,10 +33,12 @@ def test_pass_and_fail_twice_with_equal_hashes(
     )
     with ExecutorClient(executor_daemon.address) as client:
         result = client.execute(
-            fixture_envelope=case.envelope,
-            workspace=case.workspace,
-            fixture_root="fixtures",
-            properties=case.properties,
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+            )
         )
     assert result.transport == ()
     by = {(o.property_id, o.run_index): o for o in result.outcomes}

@@ -10,6 +10,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Signer
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_executor import (
     ExecutorProc,
     billing_case,
@@ -95,9 +96,13 @@ def _run(
     )
     with ExecutorClient(daemon.address) as client:
         return client.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+            )
+        )
 
 
 def _healthy(address: str) -> bool:

@@ -21,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Signer
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_executor import (
     PYTEST,
     ExecutorProc,
@@ -151,9 +152,14 @@ def _run(
     # single-process report channel's own defences, which the judge-off mode keeps
     with ExecutorClient(daemon.address) as client:
         return client.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties, judge="off",
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+                judge="off",
+            )
+        )
 
 
 def _signed_report(result: ExecutionResult) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import pytest
 
 from patchgate.errors import RefusedError
 from patchgate.executor_client import ExecutorClient
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_executor import ExecutorProc, billing_case, containers_created_since
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -24,9 +25,14 @@ def test_replayed_envelope_over_rewritten_fixture_is_refused(
     t0 = time.time() - 0.5
     with ExecutorClient(executor_daemon.address) as client, pytest.raises(RefusedError) as info:
         client.execute(
-            fixture_envelope=case.envelope, workspace=case.workspace, fixture_root="fixtures",
-            properties=case.properties, runs=1,
-        )  # fmt: skip
+            ExecuteRequest(
+                envelope=case.envelope,
+                workspace=case.workspace,
+                fixture_root="fixtures",
+                properties=case.properties,
+                runs=1,
+            )
+        )
     time.sleep(0.5)
     assert info.value.code in {"FAILED_PRECONDITION", "INVALID_ARGUMENT"}, info.value
     assert "hash" in info.value.reason or "digest" in info.value.reason

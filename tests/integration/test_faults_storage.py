@@ -17,6 +17,7 @@ import pytest
 
 from patchgate.errors import RefusedError
 from patchgate.executor_client import ExecutionResult, ExecutorClient
+from patchgate.request import ExecuteRequest
 from tests.integration.fixtures_executor import billing_case, start_executor
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -65,9 +66,14 @@ def test_full_blob_store_is_a_clean_refusal(
         with ExecutorClient(daemon.address) as client:
             try:
                 result: ExecutionResult | RefusedError = client.execute(
-                    fixture_envelope=big.envelope, workspace=big.workspace,
-                    fixture_root="fixtures", properties=big.properties, runs=1,
-                )  # fmt: skip
+                    ExecuteRequest(
+                        envelope=big.envelope,
+                        workspace=big.workspace,
+                        fixture_root="fixtures",
+                        properties=big.properties,
+                        runs=1,
+                    )
+                )
             except RefusedError as exc:
                 result = exc
             print(f"full-store result: {result!r}"[:400])
@@ -78,9 +84,14 @@ def test_full_blob_store_is_a_clean_refusal(
             assert _store_is_consistent(small_tmpfs) == []
             small = billing_case(tmp_path / "small", operator_key.signer)
             after = client.execute(
-                fixture_envelope=small.envelope, workspace=small.workspace,
-                fixture_root="fixtures", properties=small.properties, runs=1,
-            )  # fmt: skip
+                ExecuteRequest(
+                    envelope=small.envelope,
+                    workspace=small.workspace,
+                    fixture_root="fixtures",
+                    properties=small.properties,
+                    runs=1,
+                )
+            )
         assert [o.outcome for o in after.outcomes] == ["pass"], after.transport
         assert _store_is_consistent(small_tmpfs) == []
     finally:

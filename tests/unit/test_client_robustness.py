@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,11 +19,13 @@ import pytest
 from client import cli
 from client.commands._util import check_out_dir
 from client.errors import Interrupted
-from client.gate.runs.execution import LaneClient, run_lane
+from client.gate.runs.execution import LaneClient, LaneTerms, run_lane
+from client.gate.runs.suite import SignedSuite
 from patchgate.envelope import Envelope
 from patchgate.errors import TransportError, UsageError
 from patchgate.executor_client import ExecutionResult
 from patchgate.pins import PropertyPin
+from patchgate.request import ExecuteRequest
 
 # --out ----------------------------------------------------------------------------------------
 
@@ -171,18 +173,9 @@ class _Blocking:
         self._closed = closed
 
     def execute(
-        self,
-        *,
-        fixture_envelope: Envelope,
-        workspace: Path,
-        fixture_root: str,
-        properties: Sequence[PropertyPin],
-        runs: int = 2,
-        on_progress: Callable[[str], None] | None = None,
-        request_id: str | None = None,
-        isolation: str = "run",
+        self, request: ExecuteRequest, on_progress: Callable[[str], None] | None = None
     ) -> ExecutionResult:
-        self._started.append(properties[0].id)
+        self._started.append(request.properties[0].id)
         if len(self._started) == 2:
             self.both.set()
         if not self._closed.wait(30):
@@ -200,6 +193,12 @@ def test_an_interrupted_lane_starts_no_queued_property_and_cancels_the_running_o
     def connect(address: str) -> LaneClient:
         return _Blocking(address, started, closed)
 
+    signed = SignedSuite(
+        envelope=ENVELOPE,
+        digest="d" * 64,
+        workspace=Path("/nonexistent"),
+        fixture_root="fixtures",
+    )
     main = threading.main_thread().ident
     assert main is not None
     _Blocking.both.clear()
@@ -212,10 +211,12 @@ def test_an_interrupted_lane_starts_no_queued_property_and_cancels_the_running_o
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         run_lane(
-            lane="local", addresses=["a", "b"], suite=[_prop(i) for i in range(6)],
-            envelope=ENVELOPE, expected_digest="d" * 64, workspace=Path("/nonexistent"),
-            fixture_root="fixtures", runs=2, request_prefix="r", connect=connect,
-        )  # fmt: skip
+            signed,
+            "local",
+            ["a", "b"],
+            [_prop(i) for i in range(6)],
+            LaneTerms(runs=2, connect=connect),
+        )
     timer.join()
     assert closed.is_set()
     assert sorted(started) == ["p0", "p1"]  # one per worker; the four queued never started

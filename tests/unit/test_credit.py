@@ -11,6 +11,7 @@ from client.verdict.credit import (
     NEVER_EXECUTED,
     NO_MUTANT,
     NO_PROPERTY,
+    MutationFindings,
     MutationResult,
     rejection_codes,
     required_controls,
@@ -45,6 +46,9 @@ def _score(**kw: object):  # type: ignore[no-untyped-def]
         "local": _passed("p.prorate", "p.total"),
     }
     args.update(kw)
+    if "mutation" in args:  # the stage's findings and the threshold they are judged against
+        found = args.pop("mutation")
+        args["mutation"] = MutationFindings(found, args.pop("min_mutation_score", 0.5))  # type: ignore[arg-type]
     return score(**args)  # type: ignore[arg-type]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 
 from client.verdict.credit import score
-from client.verdict.receipt import build_receipt, receipt_problems
+from client.verdict.receipt import ReceiptFacts, build_receipt, receipt_problems
 from tests.strategies import credit_cases
 
 
@@ -29,17 +29,19 @@ def test_every_uncredited_symbol_has_r1_and_a_reason(case: dict[str, Any]) -> No
 def test_the_receipt_built_from_any_report_is_consistent(case: dict[str, Any]) -> None:
     report = score(**case)
     receipt = build_receipt(
-        review_clock="2026-09-10T12:00:00.000Z",
-        patch_sha256="a" * 64,
-        decision="admit",
-        posture="reject_credit",
-        admit=False,
-        changed_symbols=case["changed_symbols"],
-        credits=report.credits,
-        coverage=report.coverage,
-        uncredited=report.uncredited,
-        evidence=report.evidence,
-        fixture_status="match",
-        rejection_codes=list(report.codes),
+        ReceiptFacts(
+            review_clock="2026-09-10T12:00:00.000Z",
+            patch_sha256="a" * 64,
+            decision="admit",
+            posture="reject_credit",
+            admit=False,
+            changed_symbols=case["changed_symbols"],
+            credits=report.credits,
+            coverage=report.coverage,
+            uncredited=report.uncredited,
+            evidence=report.evidence,
+            fixture_status="match",
+            rejection_codes=list(report.codes),
+        )
     )
     assert receipt_problems(receipt) == []

@@ -9,11 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from client.gate.runs.execution import LaneClient, LaneResult, default_concurrency, run_lane
+from client.gate.runs.execution import (
+    LaneClient,
+    LaneResult,
+    LaneTerms,
+    default_concurrency,
+    run_lane,
+)
+from client.gate.runs.suite import SignedSuite
 from patchgate.envelope import Envelope
 from patchgate.errors import RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult
 from patchgate.pins import PropertyPin
+from patchgate.request import ExecuteRequest
 from patchgate.results import RunOutcome, TransportRecord
 
 DIGEST = "d" * 64
@@ -79,18 +87,9 @@ class FakeClient:
     fleet: Fleet
 
     def execute(
-        self,
-        *,
-        fixture_envelope: Envelope,
-        workspace: Path,
-        fixture_root: str,
-        properties: Sequence[PropertyPin],
-        runs: int = 2,
-        on_progress: Callable[[str], None] | None = None,
-        request_id: str | None = None,
-        isolation: str = "run",
+        self, request: ExecuteRequest, on_progress: Callable[[str], None] | None = None
     ) -> ExecutionResult:
-        pid = properties[0].id
+        pid, request_id = request.properties[0].id, request.request_id
         f = self.fleet
         with f.lock:
             n = sum(1 for a, p, _ in f.calls if p == pid) + 1
@@ -109,11 +108,11 @@ class FakeClient:
 
 def _run(fleet: Fleet, addresses: Sequence[str], suite: Sequence[PropertyPin] = SUITE,
          **kw: object) -> LaneResult:  # fmt: skip
-    return run_lane(
-        lane="local", addresses=addresses, suite=suite, envelope=ENVELOPE,
-        expected_digest=DIGEST, workspace=Path("/nonexistent"), fixture_root="fixtures",
-        runs=2, request_prefix="req", connect=fleet.connect, **kw,  # type: ignore[arg-type]
-    )  # fmt: skip
+    signed = SignedSuite(
+        envelope=ENVELOPE, digest=DIGEST, workspace=Path("/nonexistent"), fixture_root="fixtures"
+    )
+    terms = LaneTerms(runs=2, connect=fleet.connect, **kw)  # type: ignore[arg-type]
+    return run_lane(signed, "local", addresses, suite, terms)
 
 
 def _ids(result: LaneResult) -> set[str]:

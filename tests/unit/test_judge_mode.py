@@ -10,10 +10,11 @@ import pytest
 from client.gate.runs.judging import JudgeMode, production_names
 from client.gate.runs.targets import TargetedClient
 from client.verdict.posture import Facts, merge
-from client.verdict.receipt import build_receipt, receipt_problems
+from client.verdict.receipt import ReceiptFacts, build_receipt, receipt_problems
 from patchgate.errors import PinError
 from patchgate.ledgers import Receipt
 from patchgate.pins import DirSource, load_config
+from patchgate.request import ExecuteRequest
 
 PASSED = {"decision": "admit", "coverage": 1.0, "changed_symbols": 1, "suite_passed": True}
 
@@ -104,24 +105,35 @@ def test_every_execute_carries_the_judge_mode() -> None:
     class Inner:
         address = "unix:/x"
 
-        def execute(self, **kwargs: object) -> object:
-            seen.update(kwargs)
+        def execute(self, request: ExecuteRequest, on_progress: object = None) -> object:
+            seen.update(vars(request))
             return None
 
         def close(self) -> None:
             return None
 
     mode = JudgeMode(judge="off", source_roots=("src",), production=("textkit",))
-    TargetedClient(Inner(), (), mode).execute(runs=1)  # type: ignore[arg-type]
+    request = ExecuteRequest(
+        envelope=None, workspace=Path("."), fixture_root="", properties=(), runs=1
+    )  # type: ignore[arg-type]
+    TargetedClient(Inner(), (), mode).execute(request)  # type: ignore[arg-type]
     assert (seen["judge"], seen["source_roots"], seen["production"]) == ("off", ("src",),
                                                                          ("textkit",))  # fmt: skip
-    TargetedClient(Inner(), ()).execute(runs=1)  # type: ignore[arg-type]
+    TargetedClient(Inner(), ()).execute(request)  # type: ignore[arg-type]
     assert seen["judge"] == "on"
 
 
 def test_the_receipt_says_which_mode_ran_and_old_receipts_still_read() -> None:
-    body = build_receipt(review_clock="c", patch_sha256="p", decision="admit", posture="review",
-                         admit=False, judge="on").to_json()  # fmt: skip
+    body = build_receipt(
+        ReceiptFacts(
+            review_clock="c",
+            patch_sha256="p",
+            decision="admit",
+            posture="review",
+            admit=False,
+            judge="on",
+        )
+    ).to_json()
     assert body["judge"] == "on"
     old = {k: v for k, v in body.items() if k != "judge"}
     assert Receipt.from_json(old).judge == ""

@@ -5,6 +5,7 @@ allow_unmutated and the posture row."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,23 +13,32 @@ from typing import Any
 
 import pytest
 
+from client.analysis.mutation.mutants import Mutant
+from client.gate.runs.judging import JudgeMode
 from client.gate.runs.mutation import (
     MIN_PART_MUTANTS,
+    MutationPlan,
+    _Planned,
     classify,
+    executed_map,
+    mutation_stage,
+    plan_batches,
     run_mutants,
-    score_with_evidence,
     split_parts,
     variant_bound_ms,
 )
+from client.gate.runs.suite import SignedSuite
 from client.gate.runs.targets import SymbolSite, executed_by
 from client.gate.settings import CheckSettings
 from client.verdict.posture import Facts, merge
+from client.verdict.scoring import Findings, MutationTerms, score_with_evidence
 from client.verdict.stability import assess, assess_all
 from patchgate.digest import Manifest
 from patchgate.envelope import PAYLOAD_TYPE, Envelope, fixture_statement
 from patchgate.errors import PinError, RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult
 from patchgate.pins import DirSource, PropertyPin, load_config
+from patchgate.request import ExecuteRequest
 from patchgate.results import RunOutcome
 from tests.unit._gate_helpers import CMD, prop, run
 
@@ -71,11 +81,11 @@ class Fake:
         self.drop = drop or set()
         self.batches: list[dict[str, Any]] = []
 
-    def execute(self, *, workspace: Path, properties: Sequence[PropertyPin], runs: int = 2,
-                targets: Sequence[tuple[str, int, int, str]] = (),
-                variants: Sequence[tuple[str, bytes, Sequence[str]]] = (),
-                variant_bound_ms: int = 0, variant_scope: Sequence[str] = (),
-                **_: Any) -> ExecutionResult:  # fmt: skip
+    def execute(self, request: ExecuteRequest, on_progress: Any = None) -> ExecutionResult:
+        workspace, properties, runs = request.workspace, request.properties, request.runs
+        targets, variant_bound_ms = request.targets, request.variant_bound_ms
+        variants = [(v.path, v.source, v.scope) for v in request.variants]
+        variant_scope = request.variant_scope
         assert (runs, tuple(targets)) == (1, ())
         assert (workspace / "m.py").read_bytes() == SRC  # the files on disk stay the patched ones
         self.batches.append({"props": tuple(p.id for p in properties),
@@ -111,6 +121,59 @@ class Fake:
         pass
 
 
+def _mutants(  # type: ignore[no-untyped-def]
+    *, candidates, sites, suite, suite_ms, patched, base, k, min_score, addresses, connect,
+    envelope, expected_digest, fixture_root, say=lambda _m: None, concurrency=None,
+):  # fmt: skip
+    """``run_mutants`` on a signed suite made of these parts."""
+    signed = SignedSuite(
+        envelope=envelope,
+        digest=expected_digest,
+        workspace=patched,
+        fixture_root=fixture_root,
+        base=base,
+        executors=tuple(addresses),
+    )
+    plan = MutationPlan(
+        candidates=candidates, sites=sites, suite=suite, suite_ms=suite_ms, k=k, min_score=min_score
+    )
+    return run_mutants(signed, plan, connect, say, concurrency)
+
+
+def _evidence(  # type: ignore[no-untyped-def]
+    s, *, symbols, suite, classes, local, sites, patched, base, say=lambda _m: None,
+    untrusted=None, min_mutation_score=0.5,
+):  # fmt: skip
+    """Credit with evidence as a check scores it: the executed rule, then the mutation stage."""
+    signed = SignedSuite(
+        envelope=_envelope(),
+        digest="d",
+        workspace=patched,
+        fixture_root="fixtures",
+        base=base,
+        executors=s.executors,
+        judge=JudgeMode(judge=s.judge),
+    )
+    found = Findings(
+        symbols=symbols,
+        suite=suite,
+        classes=classes,
+        local=local,
+        remote={},
+        executed=executed_map(sites, symbols, suite, local),
+        untrusted=untrusted or {},
+    )
+    terms = MutationTerms(
+        mutants=s.mutants,
+        judge=s.judge,
+        allow_unmutated=False,
+        min_mutation_score=min_mutation_score,
+    )
+    return score_with_evidence(
+        found, terms, mutation_stage(s, signed, sites, found, terms, say=say), say
+    )
+
+
 def _run(  # type: ignore[no-untyped-def]
     tmp_path: Path, faults: list[str], k: int = 16, props: Sequence[PropertyPin] = (STRONG, WEAK),
     min_score: float = 0.5, base_src: bytes | None = None, suite: Sequence[PropertyPin] = (),
@@ -119,7 +182,7 @@ def _run(  # type: ignore[no-untyped-def]
     fake = Fake("a", faults, **fake_kw)
     lines: list[str] = []
     patched, base = _trees(tmp_path, base_src)
-    out = run_mutants(
+    out = _mutants(
         candidates={"m.f": list(props)}, sites={"m.f": SITE}, suite=[*props, *suite],
         suite_ms={"p.strong": 300, "p.weak": 100}, patched=patched, base=base, k=k,
         min_score=min_score, addresses=["a"], connect=lambda _a: fake, envelope=_envelope(),
@@ -196,7 +259,7 @@ def test_a_symbols_mutants_split_over_idle_slots_each_part_with_its_own_controls
 def _two_symbols(tmp_path: Path, g_ms: int, concurrency: int = 1) -> tuple[Any, Fake]:
     fake = Fake("a", [], outcomes={"p.g": ("fail", "assertion")})
     patched, base = _trees(tmp_path)
-    out = run_mutants(
+    out = _mutants(
         candidates={"m.f": [STRONG, WEAK], "g.h": [G_PROP]}, sites={"m.f": SITE, "g.h": G_SITE},
         suite=[STRONG, WEAK, G_PROP], suite_ms={"p.strong": 300, "p.weak": 100, "p.g": g_ms},
         patched=patched, base=base, k=16, min_score=0.5, addresses=["a"],
@@ -349,7 +412,7 @@ def test_a_variant_without_an_outcome_is_not_run(tmp_path: Path) -> None:
 def test_no_mutant_could_be_made(tmp_path: Path) -> None:
     patched, base = _trees(tmp_path, base_src=None)
     (patched / "m.py").write_bytes(b"def f():\n    pass\n")
-    out = run_mutants(
+    out = _mutants(
         candidates={"m.f": [STRONG]}, sites={"m.f": SymbolSite("m.f", "m.py", 1, 2, "f")},
         suite=[STRONG], suite_ms={}, patched=patched, base=base, k=4, min_score=0.5,
         addresses=["a"], connect=lambda _a: Fake("a", []), envelope=_envelope(),
@@ -363,7 +426,7 @@ def test_a_docstring_only_change_has_no_mutable_site(tmp_path: Path) -> None:
     patched, base_dir = _trees(tmp_path, base_src=base)
     (patched / "m.py").write_bytes(b'def f(a, b):\n    "new"\n    return a + b\n')
     fake = Fake("a", [])
-    out = run_mutants(
+    out = _mutants(
         candidates={"m.f": [STRONG]}, sites={"m.f": SymbolSite("m.f", "m.py", 1, 3, "f")},
         suite=[STRONG], suite_ms={}, patched=patched, base=base_dir, k=4, min_score=0.5,
         addresses=["a"], connect=lambda _a: fake, envelope=_envelope(),
@@ -474,12 +537,10 @@ def _with_evidence(tmp_path: Path, mutants: int, min_score: float, untrusted: st
     local = {
         "p.strong": assess("p.strong", [run("p.strong", 1, "pass"), run("p.strong", 2, "pass")])
     }
-    return score_with_evidence(
+    return _evidence(
         _settings(mutants), symbols=["m.f"], suite=[STRONG], classes={"p.strong": "property"},
-        local=local, remote={}, sites={"m.f": SITE}, patched=_trees(tmp_path)[0],
+        local=local, sites={"m.f": SITE}, patched=_trees(tmp_path)[0],
         base=tmp_path / "base",
-        allow_unmutated=False, envelope=_envelope(), digest="d", fixture_root="fixtures",
-        executor_keyring=None, say=lambda _m: None,
         untrusted={"m.f": untrusted} if untrusted else None,
         min_mutation_score=min_score,
     )  # fmt: skip
@@ -513,12 +574,10 @@ def test_an_untrusted_symbol_runs_no_mutant_and_the_others_run_as_usual(tmp_path
     )  # fmt: skip
     why = "the patch adds code that can observe its own mutation (m.py:2 attribute .__code__)"
     lines: list[str] = []
-    report, record = score_with_evidence(
+    report, record = _evidence(
         settings, symbols=["m.f", "m.g"], suite=props, classes={p.id: "property" for p in props},
-        local=assess_all([p.id for p in props], outcomes), remote={},
+        local=assess_all([p.id for p in props], outcomes),
         sites={"m.f": SITE, "m.g": g_site}, patched=_trees(tmp_path)[0], base=tmp_path / "base",
-        allow_unmutated=False,
-        envelope=_envelope(), digest="d", fixture_root="fixtures", executor_keyring=None,
         say=lines.append, untrusted={"m.f": why},
     )  # fmt: skip
     assert report.uncredited["m.f"] == f"mutation evidence not trusted: {why}"
@@ -526,3 +585,35 @@ def test_an_untrusted_symbol_runs_no_mutant_and_the_others_run_as_usual(tmp_path
     assert record["untrusted"] == {"m.f": why}
     assert set(record["symbols"]) == {"m.g"}
     assert any(line.startswith("mutation: m.f not run") for line in lines)
+
+
+def _planned(symbol: str, path: str, n: int, covering: tuple[str, ...]) -> Any:
+    mutants = tuple(Mutant("arith", i, f"m{symbol}{i}".encode()) for i in range(1, n + 1))
+    return _Planned(symbol, path, b"patched", covering, 1000, mutants)
+
+
+def test_batch_planning_is_a_pure_function_of_its_inputs_and_its_random_source() -> None:
+    """Every mutant in exactly one batch, every part of a symbol with its full number of
+    controls, and the same random source gives the same batches."""
+    planned = [_planned("m.f", "m.py", 12, ("p.strong",)), _planned("g.h", "g.py", 2, ("p.g",))]
+    suite = [STRONG, G_PROP]
+
+    def plan(seed: int, slots: int) -> tuple[list[Any], dict[str, int]]:
+        return plan_batches(planned, suite, [CMD], controls=3, slots=slots, rng=random.Random(seed))
+
+    batches, parts = plan(1, slots=4)
+    assert parts == {"m.f": 3, "g.h": 1}  # spare slots deal m.f's 12 mutants into 3 parts of 4
+    made = [v.mutant for b in batches for v in b.variants if v.mutant is not None]
+    assert sorted(m.line for m in made if m.source.startswith(b"mm.f")) == list(range(1, 13))
+    assert len(made) == 14
+    for b in batches:
+        for symbol in b.symbols:
+            controls = [v for v in b.variants if v.symbol == symbol and v.mutant is None]
+            assert len(controls) == 3
+            assert {v.source for v in controls} == {b"patched"}
+    assert [b.n for b in batches] == list(range(1, len(batches) + 1))
+    assert plan(1, slots=4)[0] == batches
+    assert plan(2, slots=4)[0] != batches  # the order is drawn, not derived from the inputs
+    one, parts_one = plan(1, slots=1)
+    assert parts_one == {"m.f": 1, "g.h": 1}
+    assert sum(len(b.variants) for b in one) == 14 + 2 * 3

@@ -23,7 +23,7 @@ from client.verdict.codes import (
     known_names,
     unreachable_words,
 )
-from client.verdict.receipt import build_receipt
+from client.verdict.receipt import ReceiptFacts, build_receipt
 from patchgate.ledgers import POSTURES as RECEIPT_POSTURES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +85,7 @@ def _receipt(**kw: object):  # type: ignore[no-untyped-def]
         "posture": "reject_credit", "admit": False, "changed_symbols": ["m.f"],
         "credits": {"m.f": 0}, "coverage": 0.0, "rejection_codes": ["R1", "R5"],
     }  # fmt: skip
-    return build_receipt(**{**base, **kw})  # type: ignore[arg-type]
+    return build_receipt(ReceiptFacts(**{**base, **kw}))  # type: ignore[arg-type]
 
 
 def test_a_rejection_prints_one_next_line_per_code() -> None:
@@ -188,10 +188,10 @@ def test_verify_receipt_without_a_keyring_is_unverifiable_not_stale(
     monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     out = tmp_path / "ledgers"
     out.mkdir()
-    receipt = build_receipt(
+    receipt = build_receipt(ReceiptFacts(
         review_clock="2026-09-10T12:00:00Z", patch_sha256="ab" * 32,
         decision="reject_provenance", posture="reject_admission", admit=False,
-    )  # fmt: skip
+    ))  # fmt: skip
     (out / "receipt.json").write_text(json.dumps(receipt.to_json()))
     argv = ["verify-receipt", str(out / "receipt.json"), "--repo", str(repo)]
     assert main(argv) == 0  # no envelope and none needed: nothing to verify, it holds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from client.verdict.credit import CreditRow
-from client.verdict.receipt import build_receipt, receipt_problems, render_summary
+from client.verdict.receipt import ReceiptFacts, build_receipt, receipt_problems, render_summary
 from patchgate.errors import LedgerError
 from patchgate.ledgers import Receipt
 
@@ -23,7 +23,7 @@ def _receipt(**kw: object) -> Receipt:
         "rejection_codes": ["R1", "R5"],
     }
     args.update(kw)
-    return build_receipt(**args)  # type: ignore[arg-type]
+    return build_receipt(ReceiptFacts(**args))  # type: ignore[arg-type]
 
 
 def test_every_changed_symbol_has_a_credit_entry() -> None:

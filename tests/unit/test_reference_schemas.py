@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from client.verdict.receipt import build_receipt, receipt_problems
+from client.verdict.receipt import ReceiptFacts, build_receipt, receipt_problems
 from patchgate.digest import FileEntry, Manifest, canonical_bytes
 from patchgate.errors import PinError
 from patchgate.ledgers import Receipt
@@ -353,7 +353,7 @@ def test_receipt_the_gate_builds_from_the_example_validates_and_is_consistent() 
     agrees with itself by the gate's own rules (credits, coverage, codes, admit)."""
     example = _receipt_example()
     fields_in = {k: v for k, v in example.items() if k not in ("schema", "recorded_at")}
-    receipt = build_receipt(**fields_in)
+    receipt = build_receipt(ReceiptFacts(**fields_in))
     assert receipt.schema == example["schema"] == "patchgate/receipt/v2"
     errors = [e.message for e in VALIDATORS["receipt"].iter_errors(receipt.to_json())]
     assert errors == []

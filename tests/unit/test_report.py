@@ -16,8 +16,8 @@ from client.report.markdown import render_markdown
 from client.report.model import Report, failure_location, harness_error
 from client.report.text import render_text
 from client.verdict.codes import CODES, POSTURE_WORDS
-from client.verdict.credit import CreditRow, MutationResult, score
-from client.verdict.receipt import build_receipt
+from client.verdict.credit import CreditRow, MutationFindings, MutationResult, score
+from client.verdict.receipt import ReceiptFacts, build_receipt
 from client.verdict.stability import assess
 from patchgate.evidence import Evidence, Location, SandboxLog
 from patchgate.ledgers import POSTURES
@@ -29,14 +29,14 @@ MISSING = "missing from the test report: "
 
 
 def _rejected() -> Report:
-    receipt = build_receipt(
+    receipt = build_receipt(ReceiptFacts(
         review_clock="2026-09-10T12:00:00Z", patch_sha256="ab" * 32, decision="admit",
         posture="reject_property_miss", admit=False,
         changed_symbols=["billing.total", "billing.net"], credits={"billing.net": 1}, coverage=0.5,
         uncredited={"billing.total": "its property failed both runs"},
         fixture_status="match", fixture_digest="cd" * 32, rejection_codes=["R1"],
         lanes={"local": {"status_by_id": {"p.total": "fail", "p.net": "pass"}}},
-    )  # fmt: skip
+    ))  # fmt: skip
     rows = [
         CreditRow(symbol="billing.total", property_id="p.total", assertion_class="predicate",
                   run1="fail", run2="fail", credit=0),
@@ -78,9 +78,9 @@ def _all_error() -> Evidence:
 def test_the_first_line_is_the_verdict_in_words() -> None:
     rejected = render_text(_rejected())
     assert rejected.splitlines()[0] == f"REJECTED: {POSTURE_WORDS['reject_property_miss']}"
-    admitted = Report(receipt=build_receipt(
+    admitted = Report(receipt=build_receipt(ReceiptFacts(
         review_clock="x", patch_sha256="", decision="admit", posture="human_review", admit=True,
-    ))  # fmt: skip
+    )))  # fmt: skip
     assert render_text(admitted).splitlines()[0] == "ADMITTED"
 
 
@@ -153,11 +153,11 @@ def test_a_failure_without_a_file_line_is_annotated_at_its_test() -> None:
 
 def test_github_escapes_newlines_and_separators() -> None:
     report = _rejected()
-    receipt = build_receipt(
+    receipt = build_receipt(ReceiptFacts(
         review_clock="x", patch_sha256="", decision="admit", posture="reject_credit", admit=False,
         changed_symbols=["m.f"], uncredited={"m.f": "line one\nline two: 100%"},
         rejection_codes=["R1"],
-    )  # fmt: skip
+    ))  # fmt: skip
     out = render_github(Report(receipt=receipt, evidence=report.evidence))
     assert "line one%0Aline two: 100%25" in out
     assert all(line.startswith("::") for line in out.splitlines())
@@ -184,10 +184,10 @@ def test_junit_has_one_case_per_property_with_both_runs() -> None:
 
 
 def test_junit_stays_valid_xml_with_control_characters_and_unrun_properties() -> None:
-    receipt = build_receipt(
+    receipt = build_receipt(ReceiptFacts(
         review_clock="x", patch_sha256="", decision="reject_class", posture="reject_admission",
         admit=False, lanes={"local": {"status_by_id": {"p": "not_run"}}},
-    )  # fmt: skip
+    ))  # fmt: skip
     ev = Evidence(outcomes=(RunOutcome.make("q", 1, "error", "bad \x00\x1b byte"),))
     root = ET.fromstring(render_junit(Report(receipt=receipt, evidence=ev)))  # noqa: S314
     cases = {c.get("name"): c for c in root.iter("testcase")}
@@ -220,7 +220,9 @@ def test_every_posture_has_words() -> None:
 @pytest.mark.parametrize("posture", ["review", "human_review"])
 def test_admitted_postures_are_not_called_rejected(posture: str) -> None:
     receipt = build_receipt(
-        review_clock="x", patch_sha256="", decision="admit", posture=posture, admit=True
+        ReceiptFacts(
+            review_clock="x", patch_sha256="", decision="admit", posture=posture, admit=True
+        )
     )
     assert render_text(Report(receipt=receipt)).startswith("ADMITTED\n")
 
@@ -234,10 +236,10 @@ def test_admitted_postures_are_not_called_rejected(posture: str) -> None:
 def test_any_text_keeps_junit_valid_and_github_one_command_per_line(
     name: str, why: str, failure: str, log: str
 ) -> None:
-    receipt = build_receipt(
+    receipt = build_receipt(ReceiptFacts(
         review_clock="x", patch_sha256="", decision="admit", posture="reject_credit", admit=False,
         changed_symbols=[name], uncredited={name: why}, rejection_codes=["R1"],
-    )  # fmt: skip
+    ))  # fmt: skip
     ev = Evidence(
         outcomes=(RunOutcome.make(name, 1, "fail", failure), RunOutcome.make(name, 2, "error")),
         logs=(SandboxLog(properties=(name,), run_index=1, stdout=log),),
@@ -270,10 +272,10 @@ def test_escape_sequences_from_a_run_never_reach_the_terminal() -> None:
 
 def test_junit_shows_each_case_of_a_parametrized_property() -> None:
     """Issue 24: which case failed, per run, in <properties> and <system-out>."""
-    receipt = build_receipt(
+    receipt = build_receipt(ReceiptFacts(
         review_clock="x", patch_sha256="", decision="admit", posture="reject_property_miss",
         admit=False,
-    )  # fmt: skip
+    ))  # fmt: skip
     cases = (("t.py::f[1]", "pass"), ("t.py::f[2]", "fail"))
     ev = Evidence(
         outcomes=tuple(
@@ -306,11 +308,11 @@ def test_the_killed_column_is_killed_over_scored() -> None:
         changed_symbols=["billing.net"], suite=[prop("p.net", ("billing.net",))],
         assertion_classes={"p.net": "property"},
         local={"p.net": assess("p.net", [run("p.net", 1, "pass"), run("p.net", 2, "pass")])},
-        executed={"billing.net": {"p.net": True}}, mutation={"billing.net": m},
+        executed={"billing.net": {"p.net": True}}, mutation=MutationFindings({"billing.net": m}),
     )  # fmt: skip
-    receipt = build_receipt(
+    receipt = build_receipt(ReceiptFacts(
         review_clock="x", patch_sha256="", decision="admit", posture="human_review", admit=False,
         changed_symbols=["billing.net"], credits=credit.credits, coverage=credit.coverage,
-    )  # fmt: skip
+    ))  # fmt: skip
     text = render_text(Report(receipt=receipt, rows=list(credit.rows)))
     assert re.search(r"billing\.net\s+p\.net\s+property\s+pass\s+pass\s+yes\s+2/3\s+1", text), text

@@ -127,10 +127,10 @@ def test_run_isolation_sends_one_chunk_per_address_and_reruns_only_lost_properti
                 def __init__(self) -> None:
                     self.address = address
 
-                def execute(self, *, properties, request_id=None, isolation="run", **_kw):  # type: ignore[no-untyped-def]
-                    ids = [p.id for p in properties]
+                def execute(self, request, on_progress=None):  # type: ignore[no-untyped-def]
+                    ids = [p.id for p in request.properties]
                     with fleet.lock:
-                        seen.append((address, ids, isolation))
+                        seen.append((address, ids, request.isolation))
                     first = len([s for s in seen if "p1" in s[1]]) == 1
                     return _chunked(address, ids, {"p1"} if first else set())
 

@@ -1,4 +1,5 @@
-"""Assertion classes of pinned properties, from the AST of their test functions (DESIGN §6, §9).
+"""Assertion classes of pinned properties, from the AST of their test functions
+(docs/gate-analysis.md).
 
 A property's test function is located from the pytest node id in its command
 (``path.py::test_fn`` or ``path.py::Class::test_method``, parametrization ids dropped) and judged

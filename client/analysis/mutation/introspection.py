@@ -1,7 +1,7 @@
 """Code that can watch itself being mutated: what a patch adds that would let the changed code tell
 a mutant run from a control run.
 
-Mutation v2 (DESIGN §6.9): a mutant is served to the subject **from memory** (the files on disk
+Mutation v2 (docs/mutation.md): a mutant is served to the subject **from memory** (the files on disk
 stay the patched ones), hidden **controls** (the unmutated code, served through the same in-memory
 loader) run at random positions and a control that does not pass voids the evidence, every variant
 gets the same environment, argv and files, the subject's writable places are reset between

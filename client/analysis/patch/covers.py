@@ -1,4 +1,4 @@
-"""``covers`` entries resolved once in the base tree, by kind (DESIGN §3).
+"""``covers`` entries resolved once in the base tree, by kind (docs/reference/pins.md).
 
 Each entry names, in the base tree's production source, a module (``billing.orders``), a class
 (``billing.Line``) or a function or method (``billing.prorate``, ``billing.Line.net``), and

@@ -156,7 +156,7 @@ def _seen(path: str, opened: frozenset[str]) -> bool:
 
 
 def read_inputs(paths: Sequence[str], opened_paths: frozenset[str] | None) -> ReadInputs:
-    """Every file a run reads is pinned or scored (DESIGN §3, issue 22 item 3).
+    """Every file a run reads is pinned or scored (docs/gate-analysis.md).
 
     ``paths``: the changed unscored inputs (:meth:`Touched.unscored_inputs`). ``opened_paths``:
     the repository paths the judge's audit hook saw any property's run open or list (a listed

@@ -2,7 +2,7 @@
 
 Scans the fixture root of ``--root``, refuses (exit 2, no file) when a file is missing, unpinned
 (extra), unsafe or differs from its pinned hash, else writes ``fixture_ledger.json`` atomically and
-prints the canonical fixture digest v1 (DESIGN §4).
+prints the canonical fixture digest v1 (docs/reference/digest.md).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     )
     pin = read_fixture_pin(args.pin, fixture_root)
     if not os.path.lexists(root / fixture_root):
-        # DESIGN §6.10: not_applicable is never a match -- no green digest of nothing.
+        # docs/reference/receipt.md: not_applicable is never a match -- no green digest of nothing.
         raise CommandRefused(
             f"no fixture root {fixture_root}/ under {root}: there is nothing to digest, "
             "and a digest of nothing is not a match; commit one fixture that can falsify a claim "

@@ -1,25 +1,10 @@
-"""Running the admitted suite through executors (DESIGN §6 step 7, §10 lanes).
+"""Running the admitted suite on one lane's executors, and the one scheduler the gate shares.
 
-One ``Execute`` per property (``runs`` runs each). Every address of a lane gets ``concurrency``
-worker threads (default :func:`default_concurrency`: 2 for a ``dns:///`` fleet address, whose
-channel spreads calls over every resolved replica with gRPC round robin, else 1); the workers
-share one queue, so a fast executor takes more properties and N plain addresses run N properties
-at a time.
-
-A property whose result is *transport only* (no outcome at all: the executor or the replica died,
-the stream broke, the result did not verify) is re-run **once** with a fresh ``Execute`` — on
-another address of the lane when there is one, else on the same address, where round robin picks a
-surviving replica. The first attempt's transport records are kept (``retried``), outcomes come only
-from the re-run, and a transport failure never becomes a failed property. A result with some
-outcomes and some transport is not re-run (its missing runs stay transport). A refusal (nothing
-ran) is kept apart from both and is never re-run. Every result names the executor key id that
-signed it (``results`` in the lane's receipt entry).
-
-**Cancellation.** When the calling thread is interrupted while the lane runs (Ctrl-C or SIGTERM
-turned into an exception by the CLI), no queued property starts any more and every client is
-closed at once, which cancels the streams in flight (an executor stops the sandboxes of a cancelled
-``Execute``); the workers then return and the exception goes on up, so that the caller's temp
-workspace is removed.
+One Execute per property (isolation ``property``) or per chunk of command-prefix groups (``run``);
+the jobs go through a :class:`Scheduler` (a queue shared by every worker of the lane, a job re-run
+meant for another address skipped) that the mutation stage's batches use too. A transport-only
+result is re-run once, a refusal never; an interrupted lane cancels every stream in flight. The
+rules and why: docs/lanes.md, "Several executors in one lane".
 """
 
 from __future__ import annotations
@@ -29,49 +14,56 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from client.gate.runs.spread import plan_chunks
+from client.gate.runs.suite import SignedSuite
 from patchgate.envelope import Envelope, parse_fixture_statement
 from patchgate.errors import EnvelopeError, RefusedError, TransportError
 from patchgate.evidence import SandboxLog
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
 from patchgate.pins import PropertyPin
+from patchgate.receipt_parts import LaneSummary
+from patchgate.request import ExecuteRequest
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.tls import ClientTLS
+from patchgate.vocabulary import Isolation
 
-__all__ = ["LaneClient", "LaneResult", "default_concurrency", "run_lane"]
+__all__ = [
+    "Executes",
+    "LaneClient",
+    "LaneResult",
+    "LaneTerms",
+    "Scheduler",
+    "default_concurrency",
+    "drive",
+    "run_lane",
+]
 
 Progress = Callable[[str], None]
 MAX_ATTEMPTS = 2  # the first Execute and one re-run of a transport-only result
 
 
-class LaneClient(Protocol):
-    """What a lane needs from an executor client (``ExecutorClient`` satisfies it)."""
+class Executes(Protocol):
+    """What the gate needs from an executor client (``ExecutorClient`` and ``TargetedClient``
+    satisfy it): the lanes and the mutation stage alike."""
 
     address: str
 
     def execute(
-        self,
-        *,
-        fixture_envelope: Envelope,
-        workspace: Path,
-        fixture_root: str,
-        properties: Sequence[PropertyPin],
-        runs: int = 2,
-        on_progress: Callable[[str], None] | None = None,
-        request_id: str | None = None,
-        isolation: str = "run",
+        self, request: ExecuteRequest, on_progress: Callable[[str], None] | None = None
     ) -> ExecutionResult:
-        """Run ``properties``; refusals raise RefusedError, transport comes back in the result."""
+        """Run ``request``; refusals raise RefusedError, transport comes back in the result."""
         ...
 
     def close(self) -> None:
         """Release the channel."""
         ...
 
+
+#: The lanes' name for the one client Protocol.
+LaneClient = Executes
 
 Connect = Callable[[str], LaneClient]
 
@@ -101,16 +93,16 @@ class LaneResult:
                 return str(r["executor_keyid"])
         return ""
 
-    def summary(self, status_by_id: dict[str, str]) -> dict[str, Any]:
+    def summary(self, status_by_id: dict[str, str]) -> LaneSummary:
         """The ``lanes.<lane>`` entry of the receipt."""
-        return {
-            "executors": self.executors,
-            "status_by_id": status_by_id,
-            "refusals": list(self.refusals),
-            "transport": len(self.transport),
-            "retried": len(self.retried),
-            "results": list(self.results),
-        }
+        return LaneSummary(
+            executors=self.executors,
+            status_by_id=status_by_id,
+            refusals=list(self.refusals),
+            transport=len(self.transport),
+            retried=len(self.retried),
+            results=list(self.results),
+        )
 
 
 @dataclass(frozen=True)
@@ -186,13 +178,24 @@ def _failed(
     )  # fmt: skip
 
 
-class _Scheduler:
-    """A shared queue of jobs; workers of one address skip a re-run meant for another address."""
+class _Avoids(Protocol):
+    @property
+    def avoid(self) -> str | None:
+        """The address whose transport failure this re-run follows (None: any address)."""
+        ...
 
-    def __init__(self, jobs: Sequence[_Job], addresses: Sequence[str]) -> None:
-        self._jobs: deque[_Job] = deque(jobs)
+
+J = TypeVar("J", bound=_Avoids)
+
+
+class Scheduler(Generic[J]):
+    """A shared queue of jobs (a lane's properties, the mutation stage's batches); workers of one
+    address skip a re-run meant for another address."""
+
+    def __init__(self, jobs: Sequence[J], addresses: Sequence[str]) -> None:
+        self._jobs: deque[J] = deque(jobs)
         self._pending = len(self._jobs)
-        self._several = len(addresses) > 1
+        self._several = len(set(addresses)) > 1
         self._cond = threading.Condition()
         self._cancelled = False
 
@@ -203,7 +206,7 @@ class _Scheduler:
             self._jobs.clear()
             self._cond.notify_all()
 
-    def take(self, address: str) -> _Job | None:
+    def take(self, address: str) -> J | None:
         """The next job this address may run; None when every job is finished or cancelled."""
         with self._cond:
             while True:
@@ -217,7 +220,7 @@ class _Scheduler:
                     return None
                 self._cond.wait()
 
-    def finish(self, retry: _Job | None = None) -> None:
+    def finish(self, retry: J | None = None) -> None:
         """One job is done; ``retry`` replaces it in the queue."""
         with self._cond:
             if retry is not None:
@@ -235,25 +238,33 @@ def _connect_default(lane: str, tls: ClientTLS | None, executor_keyring: Keyring
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Request:
-    """What every Execute of one lane sends."""
+class LaneTerms:
+    """How one lane runs a suite.
 
-    lane: str
-    envelope: Envelope
-    workspace: Path
-    fixture_root: str
-    runs: int
-    request_prefix: str
-    progress: Progress
-    isolation: str = "property"
+    ``concurrency``: Executes in flight per address (None: :func:`default_concurrency`).
+    ``connect``: makes the client of one address (default: an ``ExecutorClient``).
+    ``isolation``: ``property`` — one Execute per property, each run its own sandbox; ``run`` —
+    the suite cut into one chunk of whole command-prefix groups per slot
+    (``client.gate.runs.spread``, by the estimated ``costs`` in ms per property id), each run of
+    a group one sandbox.
+    """
+
+    runs: int = 2
+    tls: ClientTLS | None = None
+    concurrency: int | None = None
+    connect: Connect | None = None
+    isolation: Isolation = "property"
+    costs: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
 class _LaneRun:
     """One lane in progress: the request, the result so far, the count of finished properties."""
 
-    req: _Request
-    expected_digest: str
+    signed: SignedSuite
+    lane: str
+    terms: LaneTerms
+    progress: Progress
     total: int
     result: LaneResult
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -261,24 +272,20 @@ class _LaneRun:
 
     def attempt(self, client: LaneClient, job: _Job) -> ExecutionResult | str:
         """One Execute of one property or chunk; a refusal comes back as its reason."""
-        r = self.req
         suffix = "" if job.attempt == 1 else f"-rerun{job.attempt - 1}"
         size = "" if len(job.props) == 1 else f"+{len(job.props) - 1}"
+        request = self.signed.request(
+            job.props,
+            runs=self.terms.runs,
+            request_id=f"{self.signed.request_prefix}-{self.lane}-{job.props[0].id}{size}{suffix}",
+            isolation=self.terms.isolation,
+        )
         try:
-            return client.execute(
-                fixture_envelope=r.envelope,
-                workspace=r.workspace,
-                fixture_root=r.fixture_root,
-                properties=list(job.props),
-                runs=r.runs,
-                on_progress=lambda msg: r.progress(f"{job.label}: {msg}"),
-                request_id=f"{r.request_prefix}-{r.lane}-{job.props[0].id}{size}{suffix}",
-                isolation=r.isolation,
-            )
+            return client.execute(request, lambda msg: self.progress(f"{job.label}: {msg}"))
         except RefusedError as exc:
             return f"executor {client.address} refused ({exc.code}): {exc.reason}"
         except TransportError as exc:  # the client returns these; a raise is handled the same way
-            return _failed(client, r.lane, job.props, exc)
+            return _failed(client, self.lane, job.props, exc)
 
     def settle(self, address: str, job: _Job, got: ExecutionResult | str) -> _Job | None:
         """Record one attempt; return the re-run job if there is to be one."""
@@ -286,7 +293,7 @@ class _LaneRun:
             return self._settle(address, job, got)
 
     def _say(self, text: str) -> None:
-        self.req.progress(f"[{self.req.lane} {self.done}/{self.total}] {text}")
+        self.progress(f"[{self.lane} {self.done}/{self.total}] {text}")
 
     def _settle(self, address: str, job: _Job, got: ExecutionResult | str) -> _Job | None:
         """Per property of the job: its outcomes, or — transport only, first attempt — a re-run."""
@@ -320,7 +327,7 @@ class _LaneRun:
             keyid = f" (key {got.executor_keyid[:12]})" if got.executor_keyid else ""
             self._say(f"{where}{keyid}: {tag}")
         if kept:
-            _record(got, self.result, self.expected_digest, kept)
+            _record(got, self.result, self.signed.digest, kept)
         return _Job(tuple(again), job.attempt + 1, avoid=address) if again else None
 
 
@@ -337,59 +344,60 @@ def signed_terms(envelope: Envelope | None) -> tuple[tuple[tuple[str, ...], ...]
 
 
 def run_lane(
-    *,
+    signed: SignedSuite,
     lane: str,
     addresses: Sequence[str],
     suite: Sequence[PropertyPin],
-    envelope: Envelope,
-    expected_digest: str,
-    workspace: Path,
-    fixture_root: str,
-    runs: int,
-    request_prefix: str,
-    tls: ClientTLS | None = None,
-    executor_keyring: Keyring | None = None,
+    terms: LaneTerms,
+    *,
     progress: Progress = lambda _msg: None,
-    concurrency: int | None = None,
-    connect: Connect | None = None,
-    isolation: str = "property",
-    costs: Mapping[str, float] | None = None,
 ) -> LaneResult:
-    """Run every property of ``suite`` ``runs`` times on the executors of one lane.
-
-    ``concurrency``: Executes in flight per address (None: :func:`default_concurrency`).
-    ``connect``: makes the client of one address (default: an ``ExecutorClient``).
-    ``isolation``: ``property`` — one Execute per property, each run its own sandbox; ``run`` — the
-    suite cut into one chunk of whole command-prefix groups per slot (``client.gate.runs.spread``,
-    by the estimated ``costs`` in ms per property id), each run of a group one sandbox.
-    """
+    """Run every property of ``suite`` ``terms.runs`` times on the executors of one lane, at
+    ``addresses`` (see :class:`LaneTerms` and the module docstring)."""
     addresses = list(dict.fromkeys(addresses))  # one entry per address
     run = _LaneRun(
-        req=_Request(
-            lane=lane, envelope=envelope, workspace=workspace, fixture_root=fixture_root,
-            runs=runs, request_prefix=request_prefix, progress=progress, isolation=isolation,
-        ),
-        expected_digest=expected_digest,
+        signed=signed,
+        lane=lane,
+        terms=terms,
+        progress=progress,
         total=len(suite),
         result=LaneResult(lane=lane),
-    )  # fmt: skip
+    )
     if not addresses or not suite:
         return run.result
-    connect = connect or _connect_default(lane, tls, executor_keyring)
+    connect = terms.connect or _connect_default(lane, terms.tls, signed.executor_keyring)
     clients = {a: connect(a) for a in addresses}
-    slots = [a for a in addresses for _ in range(concurrency or default_concurrency(a))]
-    if isolation == "property":
+    slots = [a for a in addresses for _ in range(terms.concurrency or default_concurrency(a))]
+    if terms.isolation == "property":
         jobs = [_Job((p,)) for p in suite]
     else:
-        chunks = plan_chunks(suite, signed_terms(envelope)[0], len(slots), costs or {})
+        chunks = plan_chunks(suite, signed_terms(signed.envelope)[0], len(slots), terms.costs)
         jobs = [_Job(tuple(c)) for c in chunks]
-    sched = _Scheduler(jobs, addresses)
+
+    def step(address: str, job: _Job) -> _Job | None:
+        return run.settle(address, job, run.attempt(clients[address], job))
+
+    drive(Scheduler(jobs, addresses), slots, clients, step)
+    return run.result
+
+
+def drive(
+    sched: Scheduler[J],
+    slots: Sequence[str],
+    clients: Mapping[str, Executes],
+    step: Callable[[str, J], J | None],
+) -> None:
+    """Run ``sched``'s jobs, one worker thread per slot (an address, once per job in flight
+    there): each takes a job its address may run and ``step`` returns the job's re-run or None.
+    Every client is closed at the end. Interrupted (see the module docstring): no queued job
+    starts any more, every client is closed at once (which cancels the streams in flight), the
+    workers return and the exception goes on up."""
 
     def worker(address: str) -> None:
         while (job := sched.take(address)) is not None:
             retry = None
             try:
-                retry = run.settle(address, job, run.attempt(clients[address], job))
+                retry = step(address, job)
             finally:
                 sched.finish(retry)  # even on an unexpected error: no worker waits forever
 
@@ -410,4 +418,3 @@ def run_lane(
     finally:
         for c in clients.values():
             c.close()
-    return run.result

@@ -1,40 +1,30 @@
-"""The judge mode of a check's runs (DESIGN §6.7): what every ``Execute`` says about it.
+"""The judge mode of a check's runs: what every ``Execute`` says about it (docs/executor.md,
+"The judge apart").
 
-``--judge on`` (the default): each sandbox run holds a supervisor, the judge (pytest, the pinned
-properties, the executor's reporter) and the subject (the patched production code) as two uids;
-the executor needs the source roots and the top-level production names, whose imports in the
-judge become proxies of the subject's modules. ``--judge off``: the old single-process run, for
-properties that cannot be judged; such a check is scored but never admitted unless the base's
-reviewed configuration says ``allow_judge_off = true`` (docs/gate.md, "The judge").
-
-The production names are read from the PATCHED tree (the code the subject serves, a module the
-patch adds included): each source root's ``.py`` modules and packages that are neither test
-modules, ``conftest.py``, nor under an oracle path. A package is a directory with a regular
-``__init__.py``, or a namespace package (PEP 420: no ``__init__.py``) holding a ``.py`` that is
-not a test module — at the repository root too (``source_roots = ["."]``), where the judge's
-working directory is on ``sys.path``: an unnamed root ``acme/`` would be imported, and run, in
-the judge. A root directory named after a standard-library module is left out (a namespace
-portion never shadows a regular module). And where pytest puts a test directory on ``sys.path``
-(``prepend`` import mode: a directory under a source root, not an oracle path, that holds a test
-module or ``conftest.py`` and has no ``__init__.py``), that directory's modules are production
-too: ``import helpers`` beside ``integration/test_x.py`` would otherwise run the patch's
-``integration/helpers.py`` in the judge. The subject has no such directory on its path, so such
-an import is an ``error`` (fails closed); docs/gate.md says where to put a property's helpers.
+``on`` (the default): the judge and the subject apart; the executor needs the source roots and
+the top-level production names, read from the PATCHED tree, whose imports in the judge become
+proxies of the subject's modules. ``off``: one process, scored but not admitted unless the base
+allows it. Which names count as production (flat layouts, namespace packages, pytest's
+``prepend`` directories): docs/gate.md, "Decisions the contract leaves open".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from patchgate.request import ExecuteRequest
+from patchgate.vocabulary import JUDGE_MODES as _JUDGE_MODES
+from patchgate.vocabulary import JudgeName
 
 __all__ = ["JUDGE_MODES", "JudgeMode", "production_names"]
 
-JUDGE_MODES = ("on", "off")
+JUDGE_MODES = _JUDGE_MODES  # the vocabulary's
 _TESTS = ("test_*.py", "*_test.py", "conftest.py")
 
 
@@ -42,17 +32,15 @@ _TESTS = ("test_*.py", "*_test.py", "conftest.py")
 class JudgeMode:
     """The judge mode every Execute of a check sends."""
 
-    judge: str = "on"
+    judge: JudgeName = "on"
     source_roots: tuple[str, ...] = ()
     production: tuple[str, ...] = ()
 
-    def kwargs(self) -> dict[str, Any]:
-        """The ``ExecutorClient.execute`` keywords."""
-        return {
-            "judge": self.judge,
-            "source_roots": self.source_roots,
-            "production": self.production,
-        }
+    def apply(self, request: ExecuteRequest) -> ExecuteRequest:
+        """``request`` with this judge mode."""
+        return dataclasses.replace(
+            request, judge=self.judge, source_roots=self.source_roots, production=self.production
+        )
 
 
 def production_names(

@@ -1,102 +1,55 @@
-"""The mutation stage v2 (DESIGN §6 step 9): can a property that passed fail, by its own
-predicate, on what the patch wrote?
+"""The mutation stage: can a property that passed fail, by its own predicate, on what the patch
+wrote?
 
-For every changed symbol that would otherwise earn credit, its mutants
-(:mod:`client.analysis.mutation.mutants`): sites only on the lines the patch added or changed in
-the symbol's own statements, every applicable (operator, site) pair up to ``k`` (a capped sample
-is drawn from the OS's randomness per check and recorded; no cap, no randomness: the same trees
-always get the same mutants). They run in **batches**, one ``Execute`` (one sandbox per
-command-prefix group) each: the symbols whose runs are alike share one (:func:`pack`), and with
-slots to spare a symbol's mutants are dealt over several (:func:`split_parts`), every part with
-its symbol's full number of controls. Per symbol:
-
-* the variants are the mutants plus at least ``required_controls(min_mutation_score)`` controls
-  (the unmutated source, served the same way), in an order drawn from the OS's randomness: the
-  executor runs the batch in one sandbox per command-prefix group, a judge/subject pair per
-  variant (forked by the roles' zygotes), the subject loading the variant's module from memory
-  (the file on disk stays the patched one), so neither reading a file nor the order tells a
-  control from a mutant;
-* the properties are the suite's command-prefix groups that hold a covering property, every
-  member of them, so each variant run collects the same test modules as the suite's first run;
-  only the covering properties' node ids run (each variant's ``scope``), in the suite's order,
-  and only their outcomes come back;
-* each variant run's clock bound is min(clock bound, max(1 s, 5 x the slowest covering
-  property's suite-run time)).
-
-Per covering property and mutant: ``fail`` with failure kind ``assertion`` (its predicate failed
-in the judge's own frames) is a **kill**; ``pass`` a survivor; ``exceeded_bound`` hung; anything
-else (an exception marked as the subject's, any other judge exception, an exit, a crash, an
-``error``) crashed — counted and listed, never a kill, never scored. A control that does not
-pass voids that property's mutation evidence. A batch with no outcome at all (transport) is
-re-run once, on another address when there is one; variants still without an outcome are "not
-run" and counted.
+For each symbol that would earn credit, its mutants (the lines the patch wrote) and hidden
+controls go in batches of variants (:func:`plan_batches`, a pure function of its inputs and a
+random source) through the lanes' :class:`~client.gate.runs.execution.Scheduler`; each covering
+property's outcome on a variant is a kill, a survivor, a hang or a crash (:func:`classify`). The
+rules, the bound and the receipt's entry: docs/mutation.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import random
 import secrets
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from client.analysis.mutation.mutants import Mutant, changed_lines, make_mutants
-from client.gate.runs.execution import default_concurrency, signed_terms
-from client.gate.runs.judging import JudgeMode
+from client.gate.runs.execution import (
+    Executes,
+    Scheduler,
+    default_concurrency,
+    drive,
+    signed_terms,
+)
+from client.gate.runs.suite import SignedSuite
 from client.gate.runs.targets import SymbolSite, TargetedClient, executed_by
 from client.gate.settings import CheckSettings
 from client.verdict.admission import covering
-from client.verdict.credit import CreditReport, MutationResult, required_controls, score
+from client.verdict.credit import MutationResult, required_controls
+from client.verdict.scoring import Findings, Mutate, MutationTerms
 from client.verdict.stability import Stability
 from patchgate.batching import group_properties
-from patchgate.envelope import Envelope
 from patchgate.errors import RefusedError, TransportError
 from patchgate.executor_client import ExecutionResult, ExecutorClient
-from patchgate.keys import Keyring
 from patchgate.pins import PropertyPin
+from patchgate.receipt_parts import MutationRecord
+from patchgate.request import Variant
 from patchgate.results import RunOutcome
 
 MAX_ATTEMPTS = 2
-JUDGE_OFF = (
-    "with --judge off no mutant runs (mutation v2 serves each mutant and control to the judge's "
-    "subject from memory; the single-process run has no subject)"
-)
 MIN_BOUND_MS = 1000
 BOUND_FACTOR = 5
 
 
-class MutantClient(Protocol):
-    """What the stage needs from an executor client (``TargetedClient`` satisfies it)."""
-
-    address: str
-
-    def execute(
-        self,
-        *,
-        fixture_envelope: Envelope,
-        workspace: Path,
-        fixture_root: str,
-        properties: Sequence[PropertyPin],
-        runs: int = 2,
-        request_id: str | None = None,
-        targets: Sequence[tuple[str, int, int, str]] = (),
-        isolation: str = "run",
-        variants: Sequence[tuple[str, bytes, Sequence[str]]] = (),
-        variant_bound_ms: int = 0,
-        variant_scope: Sequence[str] = (),
-    ) -> ExecutionResult:
-        """Run a batch (each variant: path, source, the properties that run in it); refusals
-        raise RefusedError, transport failures TransportError."""
-        ...
-
-    def close(self) -> None:
-        """Release the channel."""
-        ...
+#: The stage's client: the one client Protocol of the gate.
+MutantClient = Executes
 
 
 @dataclass(frozen=True)
@@ -160,7 +113,7 @@ class MutationRun:
     """The stage's findings: per symbol, and the receipt's ``mutation`` entry."""
 
     results: dict[str, MutationResult] = field(default_factory=dict)
-    record: dict[str, Any] = field(default_factory=dict)
+    record: MutationRecord = field(default_factory=MutationRecord)
 
 
 #: Batches in flight per executor address (``--executor-concurrency`` sets it): the executor runs
@@ -242,7 +195,7 @@ def split_parts(
     the lane runs at once), one more for the symbol with the most mutants per batch, as long as
     every part keeps max(``MIN_PART_MUTANTS``, ``controls``) mutants. Every mutant still runs
     once; each part carries the symbol's full number of ``controls``, so each sandbox is checked
-    by controls of its own (DESIGN §6.9: "per batch"). ``ValueError`` when the controls alone
+    by controls of its own (docs/mutation.md: "per batch"). ``ValueError`` when the controls alone
     leave no room for a mutant (the stage says so per symbol instead: ``crowded``)."""
     room = cap - controls
     if room < 1 and sizes:
@@ -279,160 +232,112 @@ def pack(parts: Sequence[_Part], slots: int, cap: int = MAX_BATCH_VARIANTS) -> l
     return bins
 
 
-def _deal(mutants: Sequence[Mutant], parts: int) -> list[list[Mutant]]:
-    """``mutants`` dealt into ``parts`` parts, in an order from the OS's randomness."""
+def _deal(mutants: Sequence[Mutant], parts: int, rng: random.Random) -> list[list[Mutant]]:
+    """``mutants`` dealt into ``parts`` parts, in an order drawn from ``rng``."""
     shuffled = list(mutants)
-    secrets.SystemRandom().shuffle(shuffled)
+    rng.shuffle(shuffled)
     return [shuffled[i::parts] for i in range(parts)]
 
 
-def _shuffled(variants: Sequence[_Variant]) -> tuple[_Variant, ...]:
-    """``variants`` in an order from the OS's randomness."""
+def _shuffled(variants: Sequence[_Variant], rng: random.Random) -> tuple[_Variant, ...]:
+    """``variants`` in an order drawn from ``rng``."""
     out = list(variants)
-    secrets.SystemRandom().shuffle(out)
+    rng.shuffle(out)
     return tuple(out)
 
 
-def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its story
-    *,
-    candidates: Mapping[str, Sequence[PropertyPin]],
-    sites: Mapping[str, SymbolSite],
+@dataclass(frozen=True, kw_only=True)
+class MutationPlan:
+    """What the stage mutates: each candidate symbol (symbol -> the properties that would credit
+    it), where its code is, the suite and each property's slowest suite run (ms), at most ``k``
+    mutants a symbol, and the threshold ``min_score`` (it sets the controls a batch holds)."""
+
+    candidates: Mapping[str, Sequence[PropertyPin]]
+    sites: Mapping[str, SymbolSite]
+    suite: Sequence[PropertyPin]
+    suite_ms: Mapping[str, int]
+    k: int
+    min_score: float
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One symbol the stage runs: its file, its patched source, its covering properties, bound."""
+
+    symbol: str
+    path: str
+    source: bytes
+    covering: tuple[str, ...]
+    bound_ms: int
+    mutants: tuple[Mutant, ...]
+
+
+def plan_batches(
+    planned: Sequence[_Planned],
     suite: Sequence[PropertyPin],
-    suite_ms: Mapping[str, int],
-    patched: Path,
-    base: Path,
-    k: int,
-    min_score: float,
-    addresses: Sequence[str],
-    connect: Callable[[str], MutantClient],
-    envelope: Envelope,
-    expected_digest: str,
-    fixture_root: str,
-    say: Callable[[str], None] = lambda _msg: None,
-    concurrency: int | None = None,
-) -> MutationRun:
-    """Make and run the mutation batches of every candidate symbol (symbol -> the properties
-    that would credit it); see the module docstring."""
-    t0 = time.monotonic()
-    allowed, clock_ms = signed_terms(envelope)
-    controls_n = required_controls(min_score)
-    crowded = (  # a batch would hold the controls and no mutant: the executor refuses it
-        f"min_mutation_score {min_score:g} needs {controls_n} hidden controls a batch, and a "
-        f"batch holds at most {MAX_BATCH_VARIANTS} variants"
-        if controls_n >= MAX_BATCH_VARIANTS
-        else ""
-    )
-    results: dict[str, MutationResult] = {}
-    per_symbol: dict[str, dict[str, Any]] = {}
-    found: dict[str, _Found] = {}
-    made_sets: dict[str, Any] = {}
-    planned: list[tuple[str, str, bytes, tuple[str, ...], int]] = []
-    batches: deque[_Batch] = deque()
-    for symbol in sorted(candidates):
-        site = sites.get(symbol)
-        if site is None:
-            results[symbol] = MutationResult(problem="its source is not in the patched tree")
-            per_symbol[symbol] = {"made": 0, "problem": results[symbol].problem}
-            continue
-        made, source = _plan(site, patched, base, k)
-        if isinstance(made, str) or source is None:
-            results[symbol] = MutationResult(problem=str(made))
-            per_symbol[symbol] = {"made": 0, "problem": str(made)}
-            continue
-        made_sets[symbol] = made
-        info: dict[str, Any] = {
-            "sites": made.sites, "candidates": made.candidates, "made": len(made.mutants),
-            "skipped": made.skipped,
-        }  # fmt: skip
-        if made.seed is not None:
-            info["seed"] = made.seed
-        problem = made.problem or ("no mutant compiled" if not made.mutants else crowded)
-        if problem:
-            info["problem"] = problem
-            per_symbol[symbol] = info
-            results[symbol] = MutationResult(
-                sites=made.sites, candidates=made.candidates, skipped=made.skipped,
-                problem=info["problem"],
-            )  # fmt: skip
-            continue
-        covering = tuple(p.id for p in candidates[symbol])
-        bound = variant_bound_ms(clock_ms, [suite_ms.get(pid, 0) for pid in covering])
-        info.update({"controls": controls_n, "bound_ms": bound})
-        per_symbol[symbol] = info
-        found[symbol] = _Found()
-        planned.append((symbol, site.path, source, covering, bound))
-    addrs = list(dict.fromkeys(addresses))
-
-    # the batch slots: batches in flight per address (its executor runs them on its own slots)
-    in_flight = {a: concurrency or max(BATCHES_IN_FLIGHT, default_concurrency(a)) for a in addrs}
-    slots = [a for a in addrs for _ in range(in_flight[a])]
-    sizes = {s: len(made_sets[s].mutants) for s, *_ in planned}
-    parts = split_parts(sizes, len(slots), controls_n, MAX_BATCH_VARIANTS)
+    allowed: Sequence[Sequence[str]],
+    *,
+    controls: int,
+    slots: int,
+    rng: random.Random,
+) -> tuple[list[_Batch], dict[str, int]]:
+    """The batches of the planned symbols (see :func:`split_parts` and :func:`pack`) and how
+    many batches each symbol's mutants went in. Each part holds some of its symbol's mutants and
+    ``controls`` controls; each batch's variants are in an order drawn from ``rng``. Pure but
+    for ``rng`` (the stage passes the OS's randomness)."""
+    sizes = {p.symbol: len(p.mutants) for p in planned}
+    parts = split_parts(sizes, slots, controls, MAX_BATCH_VARIANTS)
     units: list[_Part] = []
-    for symbol, path, source, covering, bound in planned:
-        props = _groups_with(suite, covering, allowed)
-        for chunk in _deal(made_sets[symbol].mutants, parts[symbol]):
-            mine = [_Variant(m, m.source, symbol, path, covering) for m in chunk]
-            mine += [_Variant(None, source, symbol, path, covering) for _ in range(controls_n)]
-            units.append(_Part(tuple(mine), props, bound))
-        per_symbol[symbol]["controls"] = controls_n * parts[symbol]
-        if parts[symbol] > 1:
-            per_symbol[symbol]["batches"] = parts[symbol]
-    for group in pack(units, len(slots), MAX_BATCH_VARIANTS):
-        batches.append(_Batch(
-            n=len(batches) + 1, variants=_shuffled([v for q in group for v in q.variants]),
-            props=group[0].props, bound_ms=group[0].bound_ms,
-        ))  # fmt: skip
-    total_variants = sum(len(b.variants) for b in batches)
-    total_mutants = sum(_mutants_in(b) for b in batches)
-    lock = threading.Condition()
-    pending = [len(batches)]
-    cancelled = [False]
-    done = [0]
-    several = len(addrs) > 1
+    for p in planned:
+        props = _groups_with(suite, p.covering, allowed)
+        for chunk in _deal(p.mutants, parts[p.symbol], rng):
+            mine = [_Variant(m, m.source, p.symbol, p.path, p.covering) for m in chunk]
+            mine += [_Variant(None, p.source, p.symbol, p.path, p.covering)] * controls
+            units.append(_Part(tuple(mine), props, p.bound_ms))
+    batches: list[_Batch] = []
+    for group in pack(units, slots, MAX_BATCH_VARIANTS):
+        variants = _shuffled([v for q in group for v in q.variants], rng)
+        batch = _Batch(len(batches) + 1, variants, group[0].props, group[0].bound_ms)
+        batches.append(batch)
+    return batches, parts
 
-    def take(address: str) -> _Batch | None:
-        with lock:
-            while True:
-                if cancelled[0]:
-                    return None
-                for b in batches:
-                    if not (several and b.avoid == address):
-                        batches.remove(b)
-                        return b
-                if pending[0] == 0:
-                    return None
-                lock.wait()
 
-    def finish(retry: _Batch | None) -> None:
-        with lock:
-            if retry is not None:
-                batches.appendleft(retry)
-            else:
-                pending[0] -= 1
-            lock.notify_all()
+@dataclass(kw_only=True)
+class _Stage:
+    """The stage in progress: the findings per symbol and the count of mutants settled."""
 
-    def attempt(client: MutantClient, b: _Batch) -> ExecutionResult | None:
+    signed: SignedSuite
+    found: dict[str, _Found]
+    total_mutants: int
+    say: Callable[[str], None]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: int = 0
+
+    def attempt(self, client: MutantClient, b: _Batch) -> ExecutionResult | None:
+        """One Execute of one batch; None when it was refused (its variants are not run)."""
         suffix = "" if b.attempt == 1 else f"-rerun{b.attempt - 1}"
+        request = self.signed.request(
+            b.props,
+            runs=1,
+            request_id=f"{self.signed.request_prefix}-mutation-{b.n}{suffix}",
+            isolation="run",
+            variants=[Variant(v.path, v.source, v.covering) for v in b.variants],
+            variant_bound_ms=b.bound_ms,
+            variant_scope=b.covering,
+        )
         try:
-            return client.execute(
-                fixture_envelope=envelope, workspace=patched, fixture_root=fixture_root,
-                properties=list(b.props), runs=1,
-                request_id=f"{expected_digest[:12]}-mutation-{b.n}{suffix}",
-                targets=(), isolation="run",
-                variants=[(v.path, v.source, v.covering) for v in b.variants],
-                variant_bound_ms=b.bound_ms, variant_scope=b.covering,
-            )  # fmt: skip
+            return client.execute(request)
         except RefusedError as exc:
-            say(f"[mutation] {b.label}: {client.address} refused ({exc.code}): {exc.reason}")
+            self.say(f"[mutation] {b.label}: {client.address} refused ({exc.code}): {exc.reason}")
             return None
         except TransportError as exc:
-            say(f"[mutation] {b.label}: {client.address}: transport: {exc}")
+            self.say(f"[mutation] {b.label}: {client.address}: transport: {exc}")
             return _no_outcome(client.address)
 
-    def settle(address: str, b: _Batch, got: ExecutionResult | None) -> _Batch | None:
+    def settle(self, address: str, b: _Batch, got: ExecutionResult | None) -> _Batch | None:
+        """Record one batch's outcomes; return its re-run if it had no outcome at all."""
         usable = got is not None and (
-            not got.outcomes or got.observed_fixture_digest == expected_digest
+            not got.outcomes or got.observed_fixture_digest == self.signed.digest
         )
         outs: dict[tuple[int, str], RunOutcome] = {}
         if got is not None and usable:
@@ -441,73 +346,151 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
                     o.property_id in b.variants[o.variant - 1].covering
                 ):
                     outs.setdefault((o.variant, o.property_id), o)
-        with lock:
+        with self.lock:
             if not outs and got is not None and b.attempt < MAX_ATTEMPTS:
-                say(f"[mutation] {b.label}: no outcome from {address}; re-running once")
+                self.say(f"[mutation] {b.label}: no outcome from {address}; re-running once")
                 return dataclasses.replace(b, attempt=b.attempt + 1, avoid=address)
             for i, v in enumerate(b.variants, start=1):
-                f = found[v.symbol]
-                mine = {pid: outs.get((i, pid)) for pid in v.covering}
-                if all(o is None for o in mine.values()):
-                    if v.mutant is not None:
-                        f.not_run += 1
-                    continue
-                for pid, run in mine.items():
-                    if run is None:
-                        continue
-                    if v.mutant is None:
-                        f.controls[pid] = f.controls.get(pid, 0) + 1
-                        if run.outcome != "pass":
-                            f.controls_failed.setdefault(pid, []).append(_why(run))
-                        continue
-                    kind = classify(run)
-                    label = v.mutant.label
-                    if kind in ("crashed", "hung"):
-                        label = f"{label}: {_why(run)}"
-                    getattr(f, kind).setdefault(pid, []).append(label)
-                if v.mutant is not None:
-                    done[0] += 1
-                    killers = sorted(p for p, r in mine.items() if r and classify(r) == "killed")
-                    kinds = sorted({classify(r) for r in mine.values() if r is not None})
-                    tag = f"killed by {', '.join(killers)}" if killers else "/".join(kinds)
-                    say(f"[mutation {done[0]}/{total_mutants}] {v.symbol}: "
-                        f"{v.mutant.label}: {tag}")  # fmt: skip
+                self._variant(v, {pid: outs.get((i, pid)) for pid in v.covering})
             for symbol in b.symbols:
-                bad = sorted(found[symbol].controls_failed)
+                bad = sorted(self.found[symbol].controls_failed)
                 n_ctl = sum(1 for v in b.variants if v.mutant is None and v.symbol == symbol)
-                say(f"[mutation] {symbol}: {n_ctl} control(s)" + (
-                    f", FAILED for {', '.join(bad)}" if bad else ", passed"))  # fmt: skip
+                failed = f", FAILED for {', '.join(bad)}" if bad else ", passed"
+                self.say(f"[mutation] {symbol}: {n_ctl} control(s){failed}")
         return None
 
+    def _variant(self, v: _Variant, mine: Mapping[str, RunOutcome | None]) -> None:
+        f = self.found[v.symbol]
+        if all(o is None for o in mine.values()):
+            if v.mutant is not None:
+                f.not_run += 1
+            return
+        for pid, run in mine.items():
+            if run is None:
+                continue
+            if v.mutant is None:
+                f.controls[pid] = f.controls.get(pid, 0) + 1
+                if run.outcome != "pass":
+                    f.controls_failed.setdefault(pid, []).append(_why(run))
+                continue
+            kind = classify(run)
+            label = v.mutant.label
+            if kind in ("crashed", "hung"):
+                label = f"{label}: {_why(run)}"
+            getattr(f, kind).setdefault(pid, []).append(label)
+        if v.mutant is not None:
+            self.done += 1
+            killers = sorted(p for p, r in mine.items() if r and classify(r) == "killed")
+            kinds = sorted({classify(r) for r in mine.values() if r is not None})
+            tag = f"killed by {', '.join(killers)}" if killers else "/".join(kinds)
+            where = f"[mutation {self.done}/{self.total_mutants}] {v.symbol}"
+            self.say(f"{where}: {v.mutant.label}: {tag}")
+
+
+_Sets = tuple[
+    dict[str, MutationResult],
+    dict[str, dict[str, Any]],
+    dict[str, _Found],
+    dict[str, Any],
+    list[_Planned],
+]
+
+
+def _symbol_sets(
+    signed: SignedSuite, plan: MutationPlan, clock_ms: int, controls_n: int, crowded: str
+) -> _Sets:
+    """Each candidate's mutant set: (results of the symbols that run none, the receipt's entry
+    per symbol, the findings so far of those that run, their mutant sets, their plans)."""
+    results: dict[str, MutationResult] = {}
+    per_symbol: dict[str, dict[str, Any]] = {}
+    found: dict[str, _Found] = {}
+    made_sets: dict[str, Any] = {}
+    planned: list[_Planned] = []
+    base = signed.base if signed.base is not None else signed.workspace
+    for symbol in sorted(plan.candidates):
+        site = plan.sites.get(symbol)
+        if site is None:
+            results[symbol] = MutationResult(problem="its source is not in the patched tree")
+            per_symbol[symbol] = {"made": 0, "problem": results[symbol].problem}
+            continue
+        made, source = _plan(site, signed.workspace, base, plan.k)
+        if isinstance(made, str) or source is None:
+            results[symbol] = MutationResult(problem=str(made))
+            per_symbol[symbol] = {"made": 0, "problem": str(made)}
+            continue
+        made_sets[symbol] = made
+        info: dict[str, Any] = {
+            "sites": made.sites,
+            "candidates": made.candidates,
+            "made": len(made.mutants),
+            "skipped": made.skipped,
+        }
+        if made.seed is not None:
+            info["seed"] = made.seed
+        problem = made.problem or ("no mutant compiled" if not made.mutants else crowded)
+        if problem:
+            info["problem"] = problem
+            per_symbol[symbol] = info
+            results[symbol] = MutationResult(
+                sites=made.sites,
+                candidates=made.candidates,
+                skipped=made.skipped,
+                problem=info["problem"],
+            )
+            continue
+        covering = tuple(p.id for p in plan.candidates[symbol])
+        bound = variant_bound_ms(clock_ms, [plan.suite_ms.get(pid, 0) for pid in covering])
+        info.update({"controls": controls_n, "bound_ms": bound})
+        per_symbol[symbol] = info
+        found[symbol] = _Found()
+        planned.append(_Planned(symbol, site.path, source, covering, bound, tuple(made.mutants)))
+    return results, per_symbol, found, made_sets, planned
+
+
+def run_mutants(
+    signed: SignedSuite,
+    plan: MutationPlan,
+    connect: Callable[[str], MutantClient],
+    say: Callable[[str], None] = lambda _msg: None,
+    concurrency: int | None = None,
+) -> MutationRun:
+    """Make and run the mutation batches of every candidate symbol of ``plan`` on the signed
+    suite's local executors; see the module docstring."""
+    t0 = time.monotonic()
+    allowed, clock_ms = signed_terms(signed.envelope)
+    min_score = plan.min_score
+    controls_n = required_controls(min_score)
+    crowded = (  # a batch would hold the controls and no mutant: the executor refuses it
+        f"min_mutation_score {min_score:g} needs {controls_n} hidden controls a batch, and a "
+        f"batch holds at most {MAX_BATCH_VARIANTS} variants"
+        if controls_n >= MAX_BATCH_VARIANTS
+        else ""
+    )
+    sets = _symbol_sets(signed, plan, clock_ms, controls_n, crowded)
+    results, per_symbol, found, made_sets, planned = sets
+    addrs = list(dict.fromkeys(signed.executors))
+
+    # the batch slots: batches in flight per address (its executor runs them on its own slots)
+    in_flight = {a: concurrency or max(BATCHES_IN_FLIGHT, default_concurrency(a)) for a in addrs}
+    slots = [a for a in addrs for _ in range(in_flight[a])]
+    rng = secrets.SystemRandom()
+    batches, parts = plan_batches(
+        planned, plan.suite, allowed, controls=controls_n, slots=len(slots), rng=rng
+    )
+    for p in planned:
+        per_symbol[p.symbol]["controls"] = controls_n * parts[p.symbol]
+        if parts[p.symbol] > 1:
+            per_symbol[p.symbol]["batches"] = parts[p.symbol]
+    total_variants = sum(len(b.variants) for b in batches)
+    total_mutants = sum(_mutants_in(b) for b in batches)
+    stage = _Stage(signed=signed, found=found, total_mutants=total_mutants, say=say)
     if batches and addrs:
         clients = {a: connect(a) for a in addrs}
 
-        def worker(address: str) -> None:
-            while (b := take(address)) is not None:
-                retry = None
-                try:
-                    retry = settle(address, b, attempt(clients[address], b))
-                finally:
-                    finish(retry)
+        def step(address: str, b: _Batch) -> _Batch | None:
+            return stage.settle(address, b, stage.attempt(clients[address], b))
 
-        try:
-            with ThreadPoolExecutor(max_workers=len(slots)) as pool:
-                futures = [pool.submit(worker, a) for a in slots]
-                try:
-                    left = set(futures)
-                    while left:
-                        _, left = wait(left, timeout=0.5)
-                    for fut in futures:
-                        fut.result()
-                except BaseException:
-                    with lock:
-                        cancelled[0] = True
-                        batches.clear()
-                        lock.notify_all()
-                    raise
-        finally:
-            for c in clients.values():
-                c.close()
+        drive(Scheduler(batches, addrs), slots, clients, step)
     elif batches:  # no executor: every mutant is not run
         for b in batches:
             for v in b.variants:
@@ -517,22 +500,29 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         made = made_sets[symbol]
         per_symbol[symbol]["not_run"] = f.not_run
         results[symbol] = MutationResult(
-            made=len(made.mutants), sites=made.sites, candidates=made.candidates,
-            skipped=made.skipped, not_run=f.not_run, seed=made.seed,
-            killed=_frozen(f.killed), survived=_frozen(f.survived), crashed=_frozen(f.crashed),
-            hung=_frozen(f.hung), controls=dict(f.controls),
+            made=len(made.mutants),
+            sites=made.sites,
+            candidates=made.candidates,
+            skipped=made.skipped,
+            not_run=f.not_run,
+            seed=made.seed,
+            killed=_frozen(f.killed),
+            survived=_frozen(f.survived),
+            crashed=_frozen(f.crashed),
+            hung=_frozen(f.hung),
+            controls=dict(f.controls),
             controls_failed=_frozen(f.controls_failed),
-        )  # fmt: skip
-    record = {
-        "enabled": True,
-        "k": k,
-        "min_mutation_score": min_score,
-        "controls_required": controls_n,
-        "mutants_run": total_mutants,
-        "variants_run": total_variants,
-        "elapsed_ms": int((time.monotonic() - t0) * 1000),
-        "symbols": dict(sorted(per_symbol.items())),
-    }
+        )
+    record = MutationRecord(
+        enabled=True,
+        k=plan.k,
+        min_mutation_score=min_score,
+        controls_required=controls_n,
+        mutants_run=total_mutants,
+        variants_run=total_variants,
+        elapsed_ms=int((time.monotonic() - t0) * 1000),
+        symbols=dict(sorted(per_symbol.items())),
+    )
     return MutationRun(results=results, record=record)
 
 
@@ -580,95 +570,38 @@ def executed_map(
     return out
 
 
-def score_with_evidence(
+def mutation_stage(
     s: CheckSettings,
-    *,
-    symbols: Sequence[str],
-    suite: Sequence[PropertyPin],
-    classes: Mapping[str, str],
-    local: Mapping[str, Stability],
-    remote: Mapping[str, Stability],
+    signed: SignedSuite,
     sites: Mapping[str, SymbolSite],
-    patched: Path,
-    base: Path,
-    allow_unmutated: bool,
-    envelope: Envelope,
-    digest: str,
-    fixture_root: str,
-    executor_keyring: Keyring | None,
+    found: Findings,
+    terms: MutationTerms,
+    *,
     say: Callable[[str], None],
-    untrusted: Mapping[str, str] | None = None,
-    judge: JudgeMode | None = None,
-    min_mutation_score: float = 0.5,
-) -> tuple[CreditReport, dict[str, Any]]:
-    """Score with the executed rule, then (``s.mutants`` > 0) run the mutants of every symbol
-    that would earn credit and score again with what they showed. A symbol in ``untrusted``
-    (symbol -> why the patch's code could notice its mutation in that symbol's runs,
-    :func:`client.gate.steps.introspection`) runs no mutant and gets no mutation credit, the reason
-    says why; the others run as usual, and the record keeps the ``untrusted`` map.
+) -> Mutate:
+    """The stage as :func:`client.verdict.scoring.score_with_evidence` runs it: the candidates'
+    mutants on the signed suite's executors with its judge mode (``s.executor_tls``,
+    ``s.executor_concurrency``), at most ``terms.mutants`` a symbol, against ``found``'s suite
+    and its local run times."""
 
-    ``min_mutation_score``: the base configuration's threshold (credit and the controls each
-    property runs). Returns the report and the receipt's ``mutation`` entry, which records the
-    threshold and the controls it requires whether or not the stage ran.
-    """
-    threshold = {
-        "min_mutation_score": min_mutation_score,
-        "controls_required": required_controls(min_mutation_score),
-    }
-    executed = executed_map(sites, symbols, suite, local)
-
-    def scored(mutation: Mapping[str, MutationResult] | None) -> CreditReport:
-        return score(
-            changed_symbols=symbols, suite=suite, assertion_classes=classes, local=local,
-            remote=remote, executed=executed, mutation=mutation,
-            min_mutation_score=min_mutation_score,
-        )  # fmt: skip
-
-    first = scored(None)
-    if s.mutants <= 0:
-        return first, {"enabled": False, "allow_unmutated": allow_unmutated, **threshold}
-    by_id = {p.id: p for p in suite}
-    candidates: dict[str, list[PropertyPin]] = {}
-    for row in first.rows:
-        if row.credit == 1 and row.property_id in by_id:
-            candidates.setdefault(row.symbol, []).append(by_id[row.property_id])
-    mode = judge or JudgeMode(judge=s.judge)
-    distrusted = {sym: why for sym, why in (untrusted or {}).items() if sym in symbols and why}
-    if mode.judge == "off":
-        distrusted = {sym: JUDGE_OFF for sym in candidates} | distrusted
-    for symbol in sorted(set(candidates) & set(distrusted)):
-        say(f"mutation: {symbol} not run, its evidence would not be trusted: {distrusted[symbol]}")
-    stopped = {
-        sym: MutationResult(untrusted=distrusted[sym]) for sym in candidates if sym in distrusted
-    }
-    candidates = {sym: props for sym, props in candidates.items() if sym not in distrusted}
-    if stopped and not candidates:
-        found: dict[str, MutationResult] = {}
-        record: dict[str, Any] = {"enabled": True, "k": s.mutants, **threshold, "mutants_run": 0,
-                                  "elapsed_ms": 0, "symbols": {}}  # fmt: skip
-    else:
-        say(
-            f"mutation: every mutant on the lines the patch wrote, up to {s.mutants} per symbol, "
-            f"for {len(candidates)} symbol(s), with {threshold['controls_required']} hidden "
-            "controls each"
+    def connect(address: str) -> MutantClient:
+        inner = ExecutorClient(
+            address, tls=s.executor_tls, lane="local", executor_keyring=signed.executor_keyring
         )
+        return TargetedClient(inner, (), signed.judge)
 
-        def connect(address: str) -> MutantClient:
-            inner = ExecutorClient(
-                address, tls=s.executor_tls, lane="local", executor_keyring=executor_keyring
-            )
-            return TargetedClient(inner, (), mode)
+    def mutate(
+        candidates: Mapping[str, Sequence[PropertyPin]],
+    ) -> tuple[Mapping[str, MutationResult], MutationRecord]:
+        plan = MutationPlan(
+            candidates=candidates,
+            sites=sites,
+            suite=found.suite,
+            suite_ms=suite_times(found.local),
+            k=terms.mutants,
+            min_score=terms.min_mutation_score,
+        )
+        run = run_mutants(signed, plan, connect, say, s.executor_concurrency)
+        return run.results, run.record
 
-        run = run_mutants(
-            candidates=candidates, sites=sites, suite=suite, suite_ms=suite_times(local),
-            patched=patched, base=base, k=s.mutants, min_score=min_mutation_score,
-            addresses=s.executors, connect=connect, envelope=envelope, expected_digest=digest,
-            fixture_root=fixture_root, say=say, concurrency=s.executor_concurrency,
-        )  # fmt: skip
-        found, record = dict(run.results), dict(run.record)
-    found.update(stopped)
-    if distrusted:
-        record["untrusted"] = dict(sorted(distrusted.items()))
-    # A symbol no property would credit keeps its first reason: the stage did not reach it.
-    results = {symbol: found.get(symbol, MutationResult()) for symbol in symbols}
-    return scored(results), record
+    return mutate

@@ -1,28 +1,19 @@
-"""Where each changed symbol's code is in the patched tree, sent with every ``Execute`` as targets,
+"""Where each changed symbol's code is in the patched tree (the ``targets`` every Execute sends),
 and which symbols a property's runs executed.
 
-A target is (path relative to the workspace root, first line, last line, qualified name): the
-symbol's whole definition in the PATCHED tree, its decorators included. The executor's reporter
-notes, for each test, the targets whose code objects had a call (a code object of that file whose
-first line lies in the range). Targets are sent innermost first, so a call of a changed method is
-named after the method, not after its changed class; a symbol counts as executed when a target
-inside its own range was (a nested helper or a method counts for the function or class around it).
-
-``module:<mod>`` symbols are not sent as targets: a module's own statements run when it is
-imported, which happens while pytest collects, before any test's traced call phase. A property
-that passed is taken to have executed them (its test could not run without collecting); the
-receipt still records it, and the mutation stage then asks whether the property can fail on them.
-
-Also: the client whose every ``Execute`` carries the targets (a lane's ``connect``), so the lane
-code needs no change to send them.
+A target is the symbol's whole definition in the patched tree, decorators included, sent
+innermost first; a symbol counts as executed when a target inside its own range was.
+``module:<mod>`` symbols are not sent: a property that passed is taken to have executed them.
+Also: the client whose every Execute carries the targets and the judge mode (a lane's
+``connect``). Why: docs/mutation.md, "Executed".
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from client.analysis.patch.roles import layout_of
 from client.analysis.patch.symbols import definitions
@@ -31,6 +22,7 @@ from client.gate.workspace import Workspace
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
 from patchgate.pins import PinSet
+from patchgate.request import CodeTarget, ExecuteRequest
 from patchgate.results import RunOutcome
 from patchgate.symbols import MODULE_PREFIX, Symbol
 from patchgate.tls import ClientTLS
@@ -39,7 +31,7 @@ __all__ = [
     "SymbolSite", "TargetedClient", "executed_by", "locate", "targeted_connect", "targets_of",
 ]  # fmt: skip
 
-Target = tuple[str, int, int, str]
+Target = CodeTarget
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
@@ -95,7 +87,7 @@ def targets_of(sites: Mapping[str, SymbolSite]) -> tuple[Target, ...]:
     """The executor's targets: every non-module symbol, innermost (shortest range) first."""
     found = [s for s in sites.values() if not s.is_module]
     found.sort(key=lambda s: (s.last - s.first, s.path, s.first, s.symbol))
-    return tuple((s.path, s.first, s.last, s.symbol) for s in found)
+    return tuple(CodeTarget(s.path, s.first, s.last, s.symbol) for s in found)
 
 
 def executed_by(
@@ -129,10 +121,13 @@ class TargetedClient:
         self.targets = tuple(targets)
         self.mode = mode or JudgeMode()
 
-    def execute(self, **kwargs: Any) -> ExecutionResult:
-        """``ExecutorClient.execute`` with this client's targets and judge mode."""
-        kwargs.setdefault("targets", self.targets)
-        return self.inner.execute(**kwargs, **self.mode.kwargs())
+    def execute(
+        self, request: ExecuteRequest, on_progress: Callable[[str], None] | None = None
+    ) -> ExecutionResult:
+        """``ExecutorClient.execute`` with this client's judge mode, and its targets when
+        ``request`` names none."""
+        targeted = dataclasses.replace(request, targets=request.targets or self.targets)
+        return self.inner.execute(self.mode.apply(targeted), on_progress)
 
     def close(self) -> None:
         """Release the channel."""
