@@ -204,6 +204,22 @@ def _phase(kind: str, nodeid: str) -> None:
         return
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    """A test during which the link refused something (a value it cannot carry, an answer it
+    cannot rebuild, a construct it cannot judge, the subject lost) fails at its teardown with
+    the reason, so it is ``error`` even when the test caught the refusal; a refusal outside
+    any test (collection, a module-level import) voids every test after it."""
+    outcome = yield
+    if CLIENT is None or call.when != "teardown":
+        return
+    why = CLIENT.voids.pop(_nodeid(item.nodeid), "") or CLIENT.voids.get("", "")
+    report = outcome.get_result()
+    if why and not report.failed:
+        report.outcome = "failed"
+        report.longrepr = f"the judge's link refused this test: {why}"
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
     if CLIENT is not None:
