@@ -68,7 +68,9 @@ S F    set, frozenset                  [values]
 D      dict                            [[key, value], ...] (insertion order kept)
 r      record                          {"id": subject handle id or null, "type": TypeRef,
                                        "kind": "dataclass"|"namedtuple"|"enum",
-                                       "fields": [[name, value], ...], "frozen": bool}
+                                       "fields": [[name, value], ...], "frozen": bool,
+                                       "order": bool, "member": int (enum: the member's number,
+                                       one per member for the run)}
 h      subject handle                  {"id": int, "type": TypeRef, "callable": bool,
                                        "cls": TypeRef (when the object is a class), "exc": bool
                                        (a class that is an exception type), "package": bool (a
@@ -79,15 +81,21 @@ j      judge object (callback)         {"id": int, "callable": bool, "name": typ
 =====  ==============================  =============================================================
 
 ``TypeRef`` = ``{"module": str, "qualname": str, "mro": [[module, qualname], ...]}`` (the class's
-MRO without ``object``; what ``isinstance``/``issubclass`` against a proxy class reads).
+MRO without ``object``; what ``isinstance``/``issubclass`` against a proxy class reads). The
+TypeRef of an exception class (an ``Exc``'s type, a handle's ``cls`` with ``exc``, a warning's
+``category``) also has ``"verified": [bool, ...]``, one per MRO entry: the subject found that
+class to be the one its module really holds under that name (missing or false: a proxy).
 
 A **record** is an instance of a dataclass whose ``__eq__`` is the generated one (and no own
 ``__lt__``..., ``__hash__`` other than the generated/None), of a NamedTuple (a tuple subclass with
 ``_fields`` and no own comparison methods), or an Enum member (``fields`` = ``[["name", n],
-["value", v]]``). Its fields must themselves be plain data, records or handles. The judge
-compares records itself: equal when type (module, qualname) and fields are equal; hashable when
-frozen (a frozen dataclass, a NamedTuple, an Enum). A record sent back to the subject is the
-original object when ``id`` is set, else rebuilt from its fields.
+["value", v]]``). Its fields are read from the object's storage, never through its own code, and
+a class that rebound or overrides what defines its record is a handle (issue 39; the rule per
+kind is in ``docs/executor.md``, "Values cannot lie"). Its fields must themselves be plain data,
+records or handles. The judge compares records itself: equal when type (module, qualname) and
+fields are equal, an Enum member by identity (one record per ``member``); hashable when frozen
+(a frozen dataclass, a NamedTuple, an Enum). A record sent back to the subject is the original
+object when ``id`` is set, else rebuilt from its fields.
 
 A **handle** is any other object of the subject: an id in the subject's table. Its attribute
 reads, method calls, item access, iteration, ``len`` and calling are calls into the subject;
@@ -152,10 +160,13 @@ subject -> judge:
   ``{"k": "warn", "category": TypeRef, "message": str, "filename": str, "lineno": int}``
 
 ``Exc`` = ``{"type": TypeRef, "builtin": bool, "message": str, "args": [v] (plain data only, else
-``["s", repr]``), "traceback": str (the last frames, capped), "handle": hid | null}``. The judge
-raises the same builtin type when ``builtin`` (an exception class of ``builtins``), else a proxy
-exception class named after the production class (module and qualname; bases: the proxy classes
-of its MRO, ending in the nearest builtin exception type), with the message; the instance carries
+``["s", repr]``), "traceback": str (the last frames, capped), "handle": hid | null, "group":
+{"message": str, "exceptions": [Exc]} (an exception group's members; at most 8 levels, 256
+each)}``. A ``raise`` answer with ``"refused": str`` is the link's refusal (the real answer could
+not be carried): the judge voids the test and raises ``WireError``. The judge raises its own
+class for the first MRO entry that is ``verified`` and reads as the judge's class of that name,
+and before it proxy exception classes named after the subject's (module and qualname), each
+deriving from the next; with the message (a group with its members); the instance carries
 ``_patchgate_subject = True`` (``SUBJECT_MARK``) and ``_patchgate_traceback``. Uncaught, a marked
 exception makes the test ``error`` whatever its type.
 
