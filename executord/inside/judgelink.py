@@ -284,7 +284,13 @@ class Client:
                 return cls
             if payload.get("package") is True:
                 ref = {**ref, "package": True}
-            return proxies.Handle(self, hid, ref, cls_ref if isinstance(cls_ref, dict) else None)
+            handle = proxies.Handle(self, hid, ref, cls_ref if isinstance(cls_ref, dict) else None)
+            shape = (ref.get("module"), ref.get("qualname"))
+            if shape == ("builtins", "coroutine"):  # awaited here, run in the subject
+                return _awaited(self, handle)
+            if shape == ("builtins", "async_generator"):
+                return _async_items(self, handle)
+            return handle
         if tag != "r":
             raise wire.WireError("a judge object coming back from the subject")
         kind = payload.get("kind")
@@ -542,6 +548,30 @@ _PLAIN_SCALARS = (
 def _plain_base(cls: type) -> str:
     base = next(b for b in cls.__mro__ if b in _PLAIN_SCALARS)
     return f"{base.__module__}.{base.__qualname__}".removeprefix("builtins.")
+
+
+async def _awaited(client: Client, handle: proxies.Handle) -> Any:
+    """A coroutine of the subject as one of the judge: awaiting it runs the subject's coroutine
+    to its end on the subject's own loop (its result or exception crosses as any answer)."""
+    return client.request("op", obj=object.__getattribute__(handle, "_pg_id"), op="await", args=[])
+
+
+async def _async_items(client: Client, handle: proxies.Handle) -> Any:
+    """An async generator of the subject as one of the judge: each item is the subject's next,
+    run on the subject's loop; closing this one closes the subject's."""
+    hid = object.__getattribute__(handle, "_pg_id")
+    try:
+        while True:
+            try:
+                item = client.request("op", obj=hid, op="anext", args=[])
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        if not client.dead:
+            with contextlib.suppress(Exception):
+                client.request("op", obj=hid, op="aclose", args=[])
+        del handle
 
 
 def _judge_op(obj: object, op: object, args: list[Any]) -> object:

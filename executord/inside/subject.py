@@ -643,6 +643,8 @@ class Server:
         args = [self.decode(a) for a in msg.get("args") or ()]
         if op == "next":
             return next(obj)  # type: ignore[call-overload]
+        if op in ("await", "anext", "aclose"):
+            return _run_async(str(op), obj)
         if op in _OPS:
             return _OPS[str(op)](obj, *args)
         if op in _BINOPS:
@@ -678,6 +680,25 @@ class Server:
                 return 3
             if not self.handle(msg):
                 return 0
+
+
+_LOOPS: list[Any] = []  # the subject's one event loop for the judge's awaits, made on first use
+
+
+def _run_async(op: str, obj: object) -> Any:
+    """A coroutine awaited, or an async generator's next item or close, run to completion on the
+    subject's own event loop (one for the run, so an async generator keeps its loop between
+    items); only the exact built-in types, never an object that says it is one."""
+    if op == "await" and type(obj) is not types.CoroutineType:
+        raise TypeError("await of an object that is not a coroutine")
+    if op != "await" and type(obj) is not types.AsyncGeneratorType:
+        raise TypeError(f"{op} of an object that is not an async generator")
+    if not _LOOPS:
+        import asyncio  # noqa: PLC0415 - only a run that awaits production code pays for it
+
+        _LOOPS.append(asyncio.new_event_loop())
+    step = obj if op == "await" else getattr(obj, f"__{op}__")()
+    return _LOOPS[0].run_until_complete(step)
 
 
 def _name(msg: dict[str, Any]) -> str:

@@ -131,7 +131,11 @@ judge -> subject:
   ``bytes``, ``dir``, an ``operator`` function name (``add``, ``sub``, ``mul``, ``truediv``,
   ``floordiv``, ``mod``, ``pow``, ``matmul``, ``and_``, ``or_``, ``xor``, ``lshift``,
   ``rshift``, ``neg``, ``pos``, ``abs``, ``invert``) or the same with an ``r`` in front (the
-  reflected form: ``args[0] <op> obj``). Results cross like any value: ``int(h)`` of a handle is
+  reflected form: ``args[0] <op> obj``), or ``await`` (a coroutine run to its end), ``anext``
+  and ``aclose`` (an async generator's next item, its close), each on the subject's one event
+  loop and only for the exact built-in types (the judge turns a handle of type
+  ``builtins.coroutine``/``builtins.async_generator`` into its own coroutine/async generator
+  that asks these). Results cross like any value: ``int(h)`` of a handle is
   an exact ``int`` in the judge or the call fails (never a subclass). ``isinstance`` against a
   proxy class needs no call: the handle's TypeRef is the subject's answer, given when it was made
 * ``{"k": "release", "ids": [hid]}`` (no reply; ids the judge no longer holds)

@@ -153,6 +153,27 @@ SHOP = {
                 cls = type(f"E{i}", (cls,), {})
             raise cls("deep")
 
+        async def fetch(n):
+            import asyncio
+            await asyncio.sleep(0)
+            return n * 2
+
+        async def agen(n):
+            import asyncio
+            for i in range(n):
+                await asyncio.sleep(0)
+                yield i
+
+        class FakeCoroutine:
+            def send(self, value):
+                raise StopIteration(42)
+
+        FakeCoroutine.__module__ = "builtins"
+        FakeCoroutine.__qualname__ = "coroutine"
+
+        def fake_coroutine():
+            return FakeCoroutine()
+
         def nested(n):
             out = []
             for _ in range(n):
@@ -357,3 +378,26 @@ def test_a_caught_refusal_is_still_an_error_of_that_test(tmp_path: Path) -> None
     assert "the judge's link refused" in items["test_caught_refusal"]["failure"]
     assert "deeper" in items["test_caught_refusal"]["failure"]
     assert "cannot be judged directly" in items["test_caught_comparison"]["failure"]
+
+
+# -- real shapes judge as they run --------------------------------------------------------------
+def test_a_coroutine_and_an_async_generator_cross(val: Any) -> None:
+    """Awaited in the judge, run on the subject's own loop (it was a handle asyncio refused)."""
+    import asyncio  # noqa: PLC0415 - only this test needs a loop
+
+    assert asyncio.run(val.fetch(2)) == 4
+
+    async def collect() -> list[int]:
+        return [x async for x in val.agen(3)]
+
+    assert asyncio.run(collect()) == [0, 1, 2]
+
+    async def first() -> int:
+        async for x in val.agen(5):
+            return int(x)  # the rest is closed, in the subject too
+        return -1
+
+    assert asyncio.run(first()) == 0
+    with pytest.raises(TypeError, match="not a coroutine"):  # a class named builtins.coroutine
+        asyncio.run(val.fake_coroutine())
+    assert not _voids(val)
