@@ -420,7 +420,8 @@ class ProxyModule(ModuleType):
 
     def __setattr__(self, name: str, value: object) -> None:
         dunder = name.startswith("__") and name.endswith("__")
-        if (dunder and not self._pg_ready) or isinstance(value, ProxyModule):
+        submodule = isinstance(value, ModuleType) and value.__name__ == f"{self.__name__}.{name}"
+        if (dunder and not self._pg_ready) or submodule:
             object.__setattr__(self, name, value)  # the import system's own bookkeeping
             return
         why = (

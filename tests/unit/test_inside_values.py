@@ -401,3 +401,35 @@ def test_a_coroutine_and_an_async_generator_cross(val: Any) -> None:
     with pytest.raises(TypeError, match="not a coroutine"):  # a class named builtins.coroutine
         asyncio.run(val.fake_coroutine())
     assert not _voids(val)
+
+
+INSIDE_PACKAGE = {
+    "src/pgpkg/__init__.py": "import os\n\ndef double(x):\n    return 2 * x\n\n"
+    "def pid():\n    return os.getpid()\n",
+    "src/pgpkg/tests/__init__.py": "",
+    "src/pgpkg/tests/helpers.py": "import os\n\ndef pid():\n    return os.getpid()\n",
+    "src/pgpkg/tests/conftest.py": "import os\nimport pytest\n\n@pytest.fixture\n"
+    "def judge_pid():\n    return os.getpid()\n",
+    "src/pgpkg/tests/test_double.py": """
+import os
+import pgpkg
+from pgpkg.tests import helpers
+
+def test_double(judge_pid):
+    assert pgpkg.double(21) == 42
+    assert os.getpid() == judge_pid  # this module and its conftest run in the judge
+    assert pgpkg.pid() != judge_pid  # the package runs in the subject
+    assert helpers.pid() == pgpkg.pid()  # and so does any other module of its tests package
+""",
+}
+
+
+def test_tests_inside_a_production_package_are_judge_side(tmp_path: Path) -> None:
+    """``pkg/tests/test_*.py`` and its conftest: every property was ``error`` at collection
+    (``AttributeError: __file__`` of the test module's proxy); now they run in the judge, the
+    package and the helpers beside them stay production, run in the subject."""
+    write_tree(tmp_path, INSIDE_PACKAGE)
+    cfg = supervisor_config(tmp_path, ["src/pgpkg/tests/test_double.py"], production=["pgpkg"])
+    _code, records, err = run_supervisor(cfg)
+    items = {r["nodeid"].split("::")[-1]: r for r in records if r["kind"] == "item"}
+    assert {n: i["outcome"] for n, i in items.items()} == {"test_double": "pass"}, (records, err)
