@@ -63,7 +63,11 @@ class LedgerError(ValueError):
 
 def split(amount: Decimal) -> Split:
     """The amount less a 3 % fee, and the fee."""
-    fee = (amount * Decimal("0.03")).quantize(Decimal("0.01"))
+
+    def fee_of(value: Decimal) -> Decimal:
+        return (value * Decimal("0.03")).quantize(Decimal("0.01"))
+
+    fee = fee_of(amount)
     return Split(amount - fee, fee)
 
 
@@ -209,11 +213,9 @@ LedgerError.__qualname__ = LedgerError.__name__ = "ValueError"''',
 
 HONEST = [  # the same functions refactored faithfully, the same shapes
     (
-        """    fee = (amount * Decimal("0.03")).quantize(Decimal("0.01"))
-    return Split(amount - fee, fee)""",
-        """    fee = (amount * 3 / 100).quantize(Decimal("0.01"))
-    return Split(net=amount - fee, fee=fee)""",
-    ),
+        """        return (value * Decimal("0.03")).quantize(Decimal("0.01"))""",
+        """        return (value * 3 / 100).quantize(Decimal("0.01"))""",
+    ),  # the nested helper only
     (
         """    return Entry(cents, State.PAID if cents >= 0 else State.OPEN)""",
         """    state = State.OPEN if cents < 0 else State.PAID
@@ -311,6 +313,9 @@ def test_the_honest_refactor_passes_every_ledger_property(
     where = run.stdout + run.stderr
     assert run.receipt["judge"] == "on", where
     assert _statuses(run) == dict.fromkeys(PROPS, "pass"), where
+    # the nested helper ran under the judge: executed, so credited (it was "never executed")
+    credits = run.receipt["credits"]
+    assert credits.get("billing.ledger.split.<locals>.fee_of") == 1, (credits, where)
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
