@@ -94,16 +94,19 @@ class Client:
         ctx = self._ctx()
         if ctx:
             msg["ctx"] = ctx
-        try:
-            if self._released:
-                ids, self._released = self._released, []
-                self.link.send({"k": "release", "ids": ids})
-            self.link.send(msg)
-        except wire.WireError as exc:
-            raise self._lose(str(exc)) from exc
         self._depth += 1
         self._answered = 0
         try:
+            try:
+                if self._released:
+                    ids, self._released = self._released, []
+                    self.link.send({"k": "release", "ids": ids})
+                # an interruption (the clock bound's alarm) that lands once the request is
+                # written but before its wait is noted below: its late answer is skipped, never
+                # "an unexpected message" that loses the subject for the rest of the run
+                self.link.send(msg)
+            except wire.WireError as exc:
+                raise self._lose(str(exc)) from exc
             return self._wait(cid)
         except BaseException:
             if not self.dead and self._answered != cid:  # interrupted before its answer

@@ -433,3 +433,32 @@ def test_tests_inside_a_production_package_are_judge_side(tmp_path: Path) -> Non
     _code, records, err = run_supervisor(cfg)
     items = {r["nodeid"].split("::")[-1]: r for r in records if r["kind"] == "item"}
     assert {n: i["outcome"] for n, i in items.items()} == {"test_double": "pass"}, (records, err)
+
+
+class _Alarm(BaseException):
+    """What the clock bound's alarm raises, landing just after a request was written."""
+
+
+def test_a_call_interrupted_right_after_its_request_was_written_keeps_the_link(
+    tmp_path: Path,
+) -> None:
+    """Seen under load with a 5 s bound: the alarm landed after the request's write and before
+    its wait; the late answer then lost the subject ("an unexpected message 'ok'") for every
+    later test of the batch. Now the answer is skipped like any interrupted call's."""
+    with subject(tmp_path, SHOP, ("pgval",)) as pair:
+        mod = pair.module("pgval")
+        link = pair.client.link
+        send = link.send
+        fired: list[str] = []
+
+        def send_then_alarm(message: dict[str, Any]) -> None:
+            send(message)
+            if message.get("k") == "call" and not fired:
+                fired.append("alarm")
+                raise _Alarm
+
+        link.send = send_then_alarm
+        with pytest.raises(_Alarm):
+            mod.pair(1, 2)
+        assert mod.pair(3, 4) == (3, 4)
+        assert not pair.client.dead
