@@ -33,12 +33,14 @@ LEDGER = '''\
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import typing
+from collections.abc import AsyncIterator, Iterable
 from decimal import Decimal
 
-__all__ = ["Entry", "LedgerError", "Split", "State", "charge", "settle", "split"]
+__all__ = ["Entry", "LedgerError", "Split", "State", "charge", "settle", "settle_all", "split"]
 
 
 class Split(typing.NamedTuple):
@@ -74,6 +76,13 @@ def split(amount: Decimal) -> Split:
 def settle(cents: int) -> Entry:
     """An entry of ``cents``: paid unless negative."""
     return Entry(cents, State.PAID if cents >= 0 else State.OPEN)
+
+
+async def settle_all(amounts: Iterable[int]) -> AsyncIterator[Entry]:
+    """An entry of every amount, settled one at a time."""
+    for cents in amounts:
+        await asyncio.sleep(0)
+        yield settle(cents)
 
 
 def charge(cents: int) -> int:
@@ -118,11 +127,32 @@ def test_charge_refuses_negative():
     assert charge(3) == 3
 '''
 
+INSIDE_TESTS = '''\
+"""A property kept inside the production package (billing/tests/), async as the code is."""
+
+import asyncio
+
+from billing.ledger import State, settle_all
+
+
+def test_settle_all_in_order():
+    async def collect():
+        return [entry async for entry in settle_all(range(-3, 3))]
+
+    got = asyncio.run(collect())
+    assert [e.cents for e in got] == list(range(-3, 3))
+    assert [e.state for e in got] == [State.OPEN] * 3 + [State.PAID] * 3
+'''
+
 PROPS = {  # property id -> (test name, covered symbol)
     "ledger.split": ("test_split_adds_up", "billing.ledger.split"),
     "ledger.settle_state": ("test_settle_state", "billing.ledger.settle"),
     "ledger.settle_entry": ("test_settle_keeps_the_entry", "billing.ledger.settle"),
     "ledger.charge": ("test_charge_refuses_negative", "billing.ledger.charge"),
+    "ledger.settle_all": (
+        "billing/tests/test_ledger_inside.py::test_settle_all_in_order",
+        "billing.ledger.settle_all",
+    ),
 }
 
 # Each attack: (old text, new text) replacements of LEDGER, and the property that must miss.
@@ -229,6 +259,15 @@ HONEST = [  # the same functions refactored faithfully, the same shapes
         return cents
     raise LedgerError(f"a negative charge: {cents}")""",
     ),
+    (
+        """    for cents in amounts:
+        await asyncio.sleep(0)
+        yield settle(cents)""",
+        """    for cents in list(amounts):
+        await asyncio.sleep(0)
+        entry = settle(cents)
+        yield entry""",
+    ),  # an async generator, under a property inside the package
 ]
 
 
@@ -256,12 +295,16 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = build("billing", tmp_path_factory.mktemp("values-base") / "billing")
     (repo / "billing" / "ledger.py").write_text(LEDGER, encoding="utf-8")
     (repo / "properties" / "test_ledger.py").write_text(PROPERTIES, encoding="utf-8")
+    (repo / "billing" / "tests").mkdir()
+    (repo / "billing" / "tests" / "__init__.py").write_text("", encoding="utf-8")
+    inside = repo / "billing" / "tests" / "test_ledger_inside.py"
+    inside.write_text(INSIDE_TESTS, encoding="utf-8")
     pins = repo / "pins" / "properties.json"
     doc = json.loads(pins.read_text(encoding="utf-8"))
     for pid, (test, symbol) in PROPS.items():
         doc["properties"].append({
             "id": pid, "claim": f"the ledger's {test}", "class": "pure_fn", "covers": [symbol],
-            "command": [*PYTEST, f"properties/test_ledger.py::{test}"],
+            "command": [*PYTEST, test if "::" in test else f"properties/test_ledger.py::{test}"],
         })  # fmt: skip
     pins.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     fixtures = repo / "pins" / "fixtures.json"
@@ -316,6 +359,7 @@ def test_the_honest_refactor_passes_every_ledger_property(
     # the nested helper ran under the judge: executed, so credited (it was "never executed")
     credits = run.receipt["credits"]
     assert credits.get("billing.ledger.split.<locals>.fee_of") == 1, (credits, where)
+    assert credits.get("billing.ledger.settle_all") == 1, (credits, where)
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
