@@ -56,6 +56,19 @@ SHOP = {
 
         Mood.value = property(lambda self: 1)  # every member's value says 1 now
 
+        class Perm(enum.Flag):
+            R = 4
+            W = 2
+
+        class Level(enum.IntEnum):
+            LOW = 1
+
+        def read_write():
+            return Perm.R | Perm.W
+
+        def low():
+            return Level.LOW
+
         @dataclasses.dataclass(frozen=True)
         class Line:
             item: str
@@ -235,6 +248,17 @@ def test_an_enum_member_is_the_subjects_member_compared_by_identity(val: Any) ->
     assert red.value == 1
     assert red.name == "RED"
     assert len({red, val.Color.RED, val.Color.BLUE}) == 2
+
+
+def test_a_flag_and_an_int_enum_stay_handles(val: Any) -> None:
+    """Their own truth, length and iteration (Flag) or int's comparison (IntEnum): in one process
+    ``Level.LOW == 1`` holds and ``bool(Perm(0))`` is false, which a record would not say."""
+    for got in (val.read_write(), val.low()):
+        assert isinstance(got, proxies.Handle)
+        with pytest.raises(proxies.Unjudgeable):
+            assert got == 1
+    assert int(val.low()) == 1  # converted, it compares
+    _voids(val)
 
 
 def test_an_enum_whose_value_was_rebound_crosses_as_a_handle(val: Any) -> None:
