@@ -67,7 +67,7 @@ def _showwarning(server: Sink) -> Any:
         server.event(
             {
                 "k": "warn",
-                "category": wire.type_ref(category),
+                "category": getattr(server, "exc_ref", wire.type_ref)(category),
                 "message": str(message),
                 "filename": str(filename),
                 "lineno": int(lineno),

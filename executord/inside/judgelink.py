@@ -62,8 +62,10 @@ class Client:
         self._env: dict[str, Any] | None = None
         self._raw: dict[Any, Any] | None = None  # os.environ's own mapping when _env was taken
         self._cwd = ""
-        self.exc_classes: dict[tuple[str, str], type[BaseException]] = {}
-        self.enums: dict[tuple[str, str, str], proxies.Record] = {}
+        self.exc_classes: dict[tuple[Any, ...], type[BaseException]] = {}
+        self.enums: dict[int, proxies.Record] = {}  # the subject's member id -> its one record
+        self.voids: dict[str, str] = {}  # node id ("" outside a test) -> why the link refused
+        self._kind = ""  # the kind of the last request sent
 
     # -- requests ---------------------------------------------------------------------------
     def request(self, kind: str, **fields: Any) -> Any:
@@ -71,13 +73,15 @@ class Client:
         One request at a time: a test's threads take turns (a callback's own calls re-enter)."""
         frozen = "" if kind in _NO_PRODUCTION else _frozen_clock()
         if frozen:
-            raise proxies.Unjudgeable(
+            why = (
                 f"the clock is frozen in the test's process ({frozen}): a time-freezing library "
                 "(freezegun's freeze_time, time-machine's travel) changes the clock where the "
                 "test runs, never where the code under test runs, so the call would read the real "
                 "time. Pass the time in as an argument (when=, now=), or run the check with "
                 '--judge off (docs/gate.md, "The judge")'
             )
+            self.void(why)
+            raise proxies.Unjudgeable(why)
         with self._lock:
             return self._request(kind, fields)
 
@@ -85,20 +89,24 @@ class Client:
         if self.dead:
             raise proxies.SubjectLost(self.dead)
         cid, self._next = self._next, self._next + 1
+        self._kind = kind
         msg: dict[str, Any] = {"k": kind, "id": cid, **fields}
         ctx = self._ctx()
         if ctx:
             msg["ctx"] = ctx
-        try:
-            if self._released:
-                ids, self._released = self._released, []
-                self.link.send({"k": "release", "ids": ids})
-            self.link.send(msg)
-        except wire.WireError as exc:
-            raise self._lose(str(exc)) from exc
         self._depth += 1
         self._answered = 0
         try:
+            try:
+                if self._released:
+                    ids, self._released = self._released, []
+                    self.link.send({"k": "release", "ids": ids})
+                # an interruption (the clock bound's alarm) that lands once the request is
+                # written but before its wait is noted below: its late answer is skipped, never
+                # "an unexpected message" that loses the subject for the rest of the run
+                self.link.send(msg)
+            except wire.WireError as exc:
+                raise self._lose(str(exc)) from exc
             return self._wait(cid)
         except BaseException:
             if not self.dead and self._answered != cid:  # interrupted before its answer
@@ -114,7 +122,22 @@ class Client:
         if self._interrupted:
             why += f" (after a call was interrupted in {self._interrupted})"
         self.dead = f"{why} (lost during {self.current})" if self.current else why
+        if self._kind not in _NO_PRODUCTION:  # a test's call, not the link's own bookkeeping
+            self.void(f"the code under test did not answer: {self.dead}")
         return proxies.SubjectLost(self.dead)
+
+    def void(self, why: str) -> None:
+        """The link refused something during the test running (or outside any test): that test
+        is ``error`` with ``why`` whatever it caught (``patchgate_judge`` reads it at its end)."""
+        self.voids.setdefault(self.current, why[:4000])
+
+    def refuse(self, why: str) -> BaseException:
+        """A refusal of the link: voids the test and is raised as a ``WireError`` (no built-in
+        type a test catches), marked as the subject's."""
+        self.void(why)
+        err = wire.WireError(why)
+        setattr(err, MARK, True)
+        return err
 
     def _ctx(self) -> dict[str, Any]:
         ctx: dict[str, Any] = {}
@@ -165,14 +188,20 @@ class Client:
                 raise self._lose(f"an unexpected message {kind!r}")
 
     def _answer(self, got: dict[str, Any]) -> Any:
-        try:
+        refused = got.get("refused")
+        if got["k"] == "raise" and refused is not None:
+            raise self.refuse(f"the code under test answered what the link cannot carry: {refused}")
+        if got["k"] == "ok" and got.get("stop") is True:
+            raise StopIteration
+        try:  # the guarded path: nothing rebuilt here escapes as a type a test would catch
             if got["k"] == "ok":
-                if got.get("stop") is True:
-                    raise StopIteration
                 return self.decode(got.get("value"))
             exc = self.exception(got.get("exc"))
         except wire.WireError as err:
             raise self._lose(f"an answer the judge refuses: {err}") from err
+        except (RecursionError, MemoryError, Exception) as err:
+            why = f"{type(err).__name__}: {err}"
+            raise self.refuse(f"an answer the judge cannot rebuild ({why})") from err
         raise exc
 
     def _callback(self, got: dict[str, Any]) -> None:
@@ -200,7 +229,15 @@ class Client:
 
     # -- values -----------------------------------------------------------------------------
     def encode(self, value: object) -> list[Any]:
-        return wire.Encoder(self._other, self.link.caps).encode(value)
+        """A judge value for the subject; one the link refuses voids the test."""
+        try:
+            return wire.Encoder(self._other, self.link.caps).encode(value)
+        except wire.WireError as exc:
+            why = f"a value the link cannot carry to the code under test: {exc}"
+            raise self.refuse(why) from exc
+        except proxies.Unjudgeable as exc:
+            self.void(str(exc))
+            raise
 
     def _other(self, value: object) -> list[Any]:
         if isinstance(value, proxies.SHARED):  # a production module's value, back as plain data
@@ -250,7 +287,13 @@ class Client:
                 return cls
             if payload.get("package") is True:
                 ref = {**ref, "package": True}
-            return proxies.Handle(self, hid, ref, cls_ref if isinstance(cls_ref, dict) else None)
+            handle = proxies.Handle(self, hid, ref, cls_ref if isinstance(cls_ref, dict) else None)
+            shape = (ref.get("module"), ref.get("qualname"))
+            if shape == ("builtins", "coroutine"):  # awaited here, run in the subject
+                return _awaited(self, handle)
+            if shape == ("builtins", "async_generator"):
+                return _async_items(self, handle)
+            return handle
         if tag != "r":
             raise wire.WireError("a judge object coming back from the subject")
         kind = payload.get("kind")
@@ -265,28 +308,51 @@ class Client:
         if kind == "namedtuple":
             return proxies.RecordTuple.make(self, hid, ref, fields)
         frozen, order = payload.get("frozen") is True, payload.get("order") is True
-        rec = proxies.Record(self, hid, ref, kind, fields=fields, frozen=frozen, order=order)
-        if kind == "enum":
-            key = (str(ref.get("module")), str(ref.get("qualname")), str(fields.get("name")))
-            return self.enums.setdefault(key, rec)
-        return rec
+        if kind == "enum":  # the subject's member itself: one record per member, by identity
+            member = payload.get("member")
+            if type(member) is not int:
+                raise wire.WireError("an Enum member without its member id")
+            if member not in self.enums:
+                self.enums[member] = proxies.Record(self, hid, ref, kind, fields=fields,
+                                                    frozen=True, order=False)  # fmt: skip
+            else:
+                self.release(hid)  # the record kept holds the member's first handle
+            return self.enums[member]
+        return proxies.Record(self, hid, ref, kind, fields=fields, frozen=frozen, order=order)
 
     def exc_class(self, ref: dict[str, Any]) -> type[BaseException]:
-        """The judge's class for a subject exception type (builtin, known stdlib, or a proxy)."""
-        module, qualname = str(ref.get("module", "")), str(ref.get("qualname", ""))
-        known = _known_class(module, qualname, self.production)
-        if known is not None:
-            return known
-        key = (module, qualname)
+        """The judge's class for a subject exception type: the judge's own class (builtin, or of
+        a module it already has) only for a class of the MRO the subject verified by identity
+        whose own MRO reads as the judge's; every class before it a proxy class named after the
+        subject's, deriving from the next (so no ``except`` of a built-in the subject's class
+        only names catches it). ``ValueError`` past ``MAX_MRO`` classes."""
+        mro = _mro_entries(ref)
+        flags = ref.get("verified")
+        verified = [f is True for f in flags] if isinstance(flags, list) else []
+        verified += [False] * (len(mro) - len(verified))
+        key = tuple((m, q, v) for (m, q), v in zip(mro, verified, strict=False))
         if key in self.exc_classes:
             return self.exc_classes[key]
-        mro = ref.get("mro") if isinstance(ref.get("mro"), list) else []
         base: type[BaseException] = Exception
-        if mro and len(mro) > 1 and isinstance(mro[1], list) and len(mro[1]) == 2:
-            base = self.exc_class({"module": mro[1][0], "qualname": mro[1][1], "mro": mro[1:]})
-        name = qualname.rsplit(".", 1)[-1] or "SubjectError"
-        ns = {"__module__": module, "__qualname__": qualname, "_patchgate_proxy": True}
-        cls = type(name, (base,), ns)
+        top = len(mro)
+        for i, (module, qualname) in enumerate(mro):
+            known = _known_class(module, qualname, self.production) if verified[i] else None
+            if known is not None and _names(known) == mro[i:]:
+                base, top = known, i
+                break
+        if top > MAX_MRO:
+            raise ValueError(f"an exception class of more than {MAX_MRO} proxied classes")
+        cls = base
+        for j in range(top - 1, -1, -1):
+            sub = tuple((m, q, v) for (m, q), v in zip(mro[j:], verified[j:], strict=False))
+            made = self.exc_classes.get(sub)
+            if made is None:
+                module, qualname = mro[j]
+                name = qualname.rsplit(".", 1)[-1] or "SubjectError"
+                ns = {"__module__": module, "__qualname__": qualname, "_patchgate_proxy": True}
+                made = type(name, (cls,), ns)
+                self.exc_classes[sub] = made
+            cls = made
         self.exc_classes[key] = cls
         return cls
 
@@ -296,14 +362,19 @@ class Client:
             raise wire.WireError("a malformed exception")
         cls = self.exc_class(raw["type"])
         message = str(raw.get("message", ""))
-        args = []
-        for a in raw.get("args") or ():
-            args.append(self.decode(a) if not (isinstance(a, list) and a[:1] == ["h"]) else None)
-        try:
-            exc = cls(*args) if args and str(cls(*args)) == message else cls(message)
-        except Exception:
-            exc = cls.__new__(cls)
-            exc.args = (message,)
+        group = raw.get("group")
+        if issubclass(cls, BaseExceptionGroup) or group is not None:
+            exc = self._group(cls, group)
+        else:
+            args = []
+            for a in raw.get("args") or ():
+                handle = isinstance(a, list) and a[:1] == ["h"]
+                args.append(None if handle else self.decode(a))
+            try:
+                exc = cls(*args) if args and str(cls(*args)) == message else cls(message)
+            except Exception:
+                exc = cls.__new__(cls)
+                exc.args = (message,)
         setattr(exc, MARK, True)
         tb = str(raw.get("traceback", ""))
         exc._patchgate_traceback = tb  # type: ignore[attr-defined]
@@ -311,6 +382,17 @@ class Client:
         with contextlib.suppress(AttributeError):
             exc.add_note("raised by the code under test (in the subject process):\n" + tb)
         return exc
+
+    def _group(self, cls: type[BaseException], group: object) -> BaseException:
+        """An exception group rebuilt with its members (each rebuilt as any exception is);
+        ``ValueError`` when it cannot be (the caller voids the test)."""
+        if not issubclass(cls, BaseExceptionGroup) or not isinstance(group, dict):
+            raise ValueError("an exception group without its members, or members without a group")
+        members = group.get("exceptions")
+        if not isinstance(members, list) or not members:
+            raise ValueError("an exception group without members")
+        rebuilt = [self.exception(m) for m in members]
+        return cls(str(group.get("message", "")), rebuilt)
 
     def release(self, hid: int) -> None:
         self._released.append(hid)
@@ -379,6 +461,23 @@ class Recorder:
 
     def close(self) -> None:
         self.inner.close()
+
+
+MAX_MRO = 64  # proxy classes one subject exception class may need
+
+
+def _mro_entries(ref: dict[str, Any]) -> list[tuple[str, str]]:
+    """A TypeRef's MRO as (module, qualname) pairs (at least the class itself)."""
+    raw = ref.get("mro")
+    out = [(str(e[0]), str(e[1])) for e in raw if isinstance(e, list) and len(e) == 2] if (
+        isinstance(raw, list)) else []  # fmt: skip
+    if not out:
+        out = [(str(ref.get("module", "")), str(ref.get("qualname", "")))]
+    return out
+
+
+def _names(cls: type) -> list[tuple[str, str]]:
+    return [(c.__module__, c.__qualname__) for c in cls.__mro__ if c is not object]
 
 
 def _known_class(
@@ -452,6 +551,30 @@ _PLAIN_SCALARS = (
 def _plain_base(cls: type) -> str:
     base = next(b for b in cls.__mro__ if b in _PLAIN_SCALARS)
     return f"{base.__module__}.{base.__qualname__}".removeprefix("builtins.")
+
+
+async def _awaited(client: Client, handle: proxies.Handle) -> Any:
+    """A coroutine of the subject as one of the judge: awaiting it runs the subject's coroutine
+    to its end on the subject's own loop (its result or exception crosses as any answer)."""
+    return client.request("op", obj=object.__getattribute__(handle, "_pg_id"), op="await", args=[])
+
+
+async def _async_items(client: Client, handle: proxies.Handle) -> Any:
+    """An async generator of the subject as one of the judge: each item is the subject's next,
+    run on the subject's loop; closing this one closes the subject's."""
+    hid = object.__getattribute__(handle, "_pg_id")
+    try:
+        while True:
+            try:
+                item = client.request("op", obj=hid, op="anext", args=[])
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        if not client.dead:
+            with contextlib.suppress(Exception):
+                client.request("op", obj=hid, op="aclose", args=[])
+        del handle
 
 
 def _judge_op(obj: object, op: object, args: list[Any]) -> object:

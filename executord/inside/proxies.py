@@ -49,6 +49,8 @@ class Requester(Protocol):
 
     def release(self, hid: int) -> None: ...
 
+    def void(self, why: str) -> None: ...
+
 
 class SubjectLost(RuntimeError):
     """The subject did not answer (timeout, exit, crash, garbage): marked as the subject's."""
@@ -69,10 +71,12 @@ class Unjudgeable(TypeError):
 def _refuse(op: str) -> Callable[..., Any]:
     def refused(self: Handle, *_args: object) -> Any:
         ref = object.__getattribute__(self, "_pg_ref")
-        raise Unjudgeable(
+        why = (
             f"{op} of a {ref.get('module')}.{ref.get('qualname')} from the code under test "
             f"cannot be judged directly (it is a handle to an object of another process): {_HINT}"
         )
+        _void(object.__getattribute__(self, "_pg_client"), why)
+        raise Unjudgeable(why)
 
     return refused
 
@@ -83,6 +87,13 @@ def _op(op: str) -> Callable[..., Any]:
                                        args=[self._pg_client.encode(a) for a in args])  # fmt: skip
 
     return run
+
+
+def _void(client: object, why: str) -> None:
+    """The refusal voids the test even when the test catches it (``judgelink.Client.void``)."""
+    void = getattr(client, "void", None)
+    if callable(void):
+        void(why)
 
 
 class Handle:
@@ -222,6 +233,8 @@ class Record:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Record):
             return NotImplemented
+        if self._pg_kind == "enum" or other._pg_kind == "enum":  # the member itself, by identity
+            return self is other
         return self._pg_key() == other._pg_key() and self._pg_fields == other._pg_fields
 
     def __ne__(self, other: object) -> bool:
@@ -231,6 +244,8 @@ class Record:
     def __hash__(self) -> int:
         if not self._pg_frozen:
             raise TypeError(f"unhashable record: {self._pg_ref.get('qualname')} is not frozen")
+        if self._pg_kind == "enum":
+            return object.__hash__(self)
         return hash((self._pg_key(), tuple(self._pg_fields.items())))
 
     def _pg_cmp(self, other: object) -> tuple[Any, Any]:
@@ -405,14 +420,17 @@ class ProxyModule(ModuleType):
 
     def __setattr__(self, name: str, value: object) -> None:
         dunder = name.startswith("__") and name.endswith("__")
-        if (dunder and not self._pg_ready) or isinstance(value, ProxyModule):
+        submodule = isinstance(value, ModuleType) and value.__name__ == f"{self.__name__}.{name}"
+        if (dunder and not self._pg_ready) or submodule:
             object.__setattr__(self, name, value)  # the import system's own bookkeeping
             return
-        raise Unjudgeable(
+        why = (
             f"assigning {self.__name__}.{name} from a test (monkeypatching production code) "
             "cannot be judged: production code runs in another process. Pass the value in as an "
             'argument, or run the check with --judge off (docs/gate.md, "The judge")'
         )
+        _void(self._pg_handle._pg_client, why)
+        raise Unjudgeable(why)
 
     def __delattr__(self, name: str) -> None:
         raise Unjudgeable(f"deleting {self.__name__}.{name} from a test cannot be judged")

@@ -17,6 +17,7 @@ in run in the judge (``JudgeObject``). Nothing here decides an outcome: the judg
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import dataclasses
 import enum
@@ -30,6 +31,8 @@ import os
 import sys
 import threading
 import traceback
+import types
+import weakref
 from collections.abc import Sequence
 from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
@@ -85,19 +88,207 @@ _COMPARE = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash_
             "__len__")  # fmt: skip
 
 
+_GROUP_DEPTH = 8  # an exception group's nesting the link carries
+_GROUP_MEMBERS = 256  # and its members, per group
+#: The builtin exception classes and every exception class a module already imported holds at
+#: its top level, taken when this module is imported: before any patched code runs.
+_BUILTIN_EXC = {
+    n: c for n, c in vars(builtins).items() if isinstance(c, type) and issubclass(c, BaseException)
+}
+
+
+def _exception_classes() -> dict[type, tuple[str, str]]:
+    """Every exception class a loaded module holds at its top level, under its own name."""
+    out: dict[type, tuple[str, str]] = {}
+    for module in list(sys.modules.values()):
+        space: dict[str, object] = getattr(module, "__dict__", {})
+        for c in list(space.values()):
+            if not isinstance(c, type) or not issubclass(c, BaseException):
+                continue
+            name = (str(c.__module__), str(c.__qualname__))
+            held = getattr(sys.modules.get(name[0]), name[1], None)
+            if id(held) == id(c):  # the very class (``is`` would narrow ``c`` to held's type)
+                out[c] = name
+    return out
+
+
+_KNOWN_EXC = _exception_classes()
+
+
+def exc_ref(cls: type) -> dict[str, Any]:
+    """The TypeRef of an exception class, with ``verified``: for each class of its MRO, whether
+    it is the class its module really holds under the name it gives (``_verified``)."""
+    ref = wire.type_ref(cls)
+    ref["verified"] = [_verified(c) for c in cls.__mro__ if c is not object]
+    return ref
+
+
+def _verified(cls: type) -> bool:
+    """``cls`` is the class its name says: a builtin or a class of a module imported before
+    patched code ran, by identity (as noted then); or, of a module imported later that is no
+    production module, the very object that module holds under that name (read from its
+    ``__dict__``, no attribute hook runs)."""
+    module = type.__dict__["__module__"].__get__(cls)
+    qualname = type.__dict__["__qualname__"].__get__(cls)
+    if module == "builtins":
+        return _BUILTIN_EXC.get(qualname) is cls
+    known = _KNOWN_EXC.get(cls)
+    if known is not None:
+        return known == (module, qualname)
+    if type(module) is not str or module.split(".")[0] in _PRODUCTION or module == "__main__":
+        return False
+    holder: object = sys.modules.get(module)
+    for part in qualname.split("."):
+        space = getattr(holder, "__dict__", None)
+        holder = space.get(part) if isinstance(space, dict) else None
+    return holder is cls
+
+
+#: The production top-level names (the subject's config): never verified by name.
+_PRODUCTION: set[str] = set()
+
+
 def record_kind(value: object) -> str:
     """``dataclass``/``namedtuple``/``enum`` when ``value`` crosses as a record, else ""."""
+    got = _record_fields(value)
+    return got[0] if got is not None else ""
+
+
+#: What defines a record besides its comparison methods: a class (below the record's own base)
+#: that defines one of these reads or iterates it its own way, so it crosses as a handle.
+_READS = ("__getattribute__", "__getattr__", "__iter__", "__getitem__", "__class__")
+_TUPLEGETTER = type(collections.namedtuple("_P", "a").__dict__["a"])  # the C field accessor
+#: Each dataclass as ``dataclasses`` made it, noted when it was made (``watch_dataclasses``):
+#: its compared fields, the class's own entries that define its record, and its slots.
+_DATACLASSES: weakref.WeakKeyDictionary[type, _Made] = weakref.WeakKeyDictionary()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Made:
+    fields: tuple[str, ...]
+    entries: dict[str, object]
+    slots: dict[str, Any]
+    frozen: bool
+    order: bool
+    eq: bool
+
+
+def watch_dataclasses() -> None:
+    """Note every dataclass as it is made (before any production import): what its record is
+    read from later, and what a rebinding after creation would change."""
+    make = dataclasses._process_class  # type: ignore[attr-defined]  # the one place classes are made
+
+    def noted(cls: type, *args: Any, **kwargs: Any) -> Any:
+        made = make(cls, *args, **kwargs)
+        with contextlib.suppress(Exception):  # a class it cannot note crosses as a handle
+            _DATACLASSES[made] = _made(made)
+        return made
+
+    dataclasses._process_class = noted  # type: ignore[attr-defined]
+
+
+def _made(cls: type) -> _Made:
+    own = cls.__dict__
+    params = own["__dataclass_params__"]
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+    keys = {"__dataclass_fields__", "__dataclass_params__", "__dict__", *_COMPARE, *_READS, *names}
+    slots = {n: own[n] for n in names if type(own.get(n)) is types.MemberDescriptorType}
+    generated = not _own_methods(cls)
+    return _Made(
+        fields=names,
+        entries={k: own.get(k, _ABSENT) for k in keys},
+        slots=slots,
+        frozen=bool(params.frozen),
+        order=bool(params.order),
+        eq=bool(params.eq) and generated,
+    )
+
+
+_ABSENT = object()
+_DICT_SLOT = types.GetSetDescriptorType
+
+
+def _record_fields(value: object) -> Any:
+    """A record's kind, its fields read from its storage, frozen, ordered (a tuple of four);
+    None for a handle."""
     cls = type(value)
-    if isinstance(value, enum.Enum):
-        return "" if _own_compare(cls, enum.Enum) else "enum"
-    if dataclasses.is_dataclass(cls):
-        params = getattr(cls, "__dataclass_params__", None)
-        if params is not None and params.eq and not _own_methods(cls):
-            return "dataclass"
-        return ""
-    if isinstance(value, tuple) and hasattr(cls, "_fields") and tuple in cls.__bases__:
-        return "" if _own_compare(cls, tuple) else "namedtuple"
-    return ""
+    mro = type.__dict__["__mro__"].__get__(cls)
+    try:
+        if enum.Enum in mro:
+            return _enum_fields(value, cls, mro)
+        if cls in _DATACLASSES:
+            return _dataclass_fields(value, cls, mro)
+        if tuple in cls.__bases__ and "_fields" in cls.__dict__:
+            return _namedtuple_fields(value, cls, mro)
+    except (KeyError, AttributeError, TypeError, IndexError):  # storage not as made: a handle
+        return None
+    return None
+
+
+def _defines(mro: tuple[type, ...], base: type, names: tuple[str, ...]) -> bool:
+    """A class of ``mro`` before ``base`` defines one of ``names`` (or its own ``__dict__``)."""
+    for c in mro:
+        if c is base:
+            return False
+        if any(n in c.__dict__ for n in names) or _own_dict(c):
+            return True
+    return True
+
+
+def _own_dict(cls: type) -> bool:
+    """``cls`` defines ``__dict__`` other than as the instance's storage."""
+    return type(cls.__dict__.get("__dict__", _ABSENT)) not in (type(_ABSENT), _DICT_SLOT)
+
+
+def _enum_fields(value: Any, cls: type, mro: tuple[type, ...]) -> Any:
+    if _defines(mro, enum.Enum, (*_COMPARE, *_READS, "name", "value", "_name_", "_value_")):
+        return None
+    storage = object.__getattribute__(value, "__dict__")
+    name = storage["_name_"]
+    if type(name) is not str or cls.__dict__["_member_map_"].get(name) is not value:
+        return None
+    return "enum", [("name", name), ("value", storage["_value_"])], True, False
+
+
+def _dataclass_fields(value: Any, cls: type, mro: tuple[type, ...]) -> Any:
+    for c in mro:
+        made = _DATACLASSES.get(c)
+        if made is not None and any(c.__dict__.get(k, _ABSENT) is not v
+                                    for k, v in made.entries.items()):  # fmt: skip
+            return None  # rebound after it was made
+        if (
+            made is None
+            and c is not object
+            and (any(n in c.__dict__ for n in _READS) or _own_dict(c))
+        ):
+            return None
+    made = _DATACLASSES[cls]
+    if not made.eq:
+        return None
+    fields: list[tuple[str, object]] = []
+    storage = None
+    for name in made.fields:
+        if name in made.slots:
+            fields.append((name, made.slots[name].__get__(value, cls)))
+            continue
+        if storage is None:
+            storage = object.__getattribute__(value, "__dict__")
+        fields.append((name, storage[name]))
+    return "dataclass", fields, made.frozen, made.order
+
+
+def _namedtuple_fields(value: Any, cls: type, mro: tuple[type, ...]) -> Any:
+    if _defines(mro, tuple, (*_COMPARE, *_READS, "__len__")):
+        return None
+    names = cls.__dict__["_fields"]
+    if type(names) is not tuple or tuple.__len__(value) != len(names):
+        return None
+    for i, name in enumerate(names):
+        getter = cls.__dict__.get(name) if type(name) is str else None
+        if type(getter) is not _TUPLEGETTER or getter.__reduce__()[1][0] != i:
+            return None  # a field's accessor rebound after creation, or the names reordered
+    items = [(name, tuple.__getitem__(value, i)) for i, name in enumerate(names)]
+    return "namedtuple", items, True, True
 
 
 def _own_compare(cls: type, base: type) -> bool:
@@ -215,11 +406,13 @@ class Server:
         self.caps = link.caps
         self.table = _Table()
         self.production = frozenset(str(p) for p in config.get("production", ()))
+        _PRODUCTION.update(self.production)
         self.report_fd = report_fd
         self._lock = threading.RLock()
         self._owner = threading.get_ident()
         self._next_call = 1
         self._env0 = dict(os.environ)  # the subject's own start: the judge's changes go on it
+        self.members: dict[int, tuple[object, int]] = {}  # id of an Enum member -> (it, its id)
 
     # -- values -----------------------------------------------------------------------------
     def export(self, value: object) -> list[Any]:
@@ -232,34 +425,28 @@ class Server:
         return enc
 
     def _other(self, enc: wire.Encoder, value: object) -> list[Any]:
-        kind = record_kind(value)
-        if kind:
-            return ["r", self._record(enc, value, kind)]
+        got = _record_fields(value)
+        if got is not None:
+            return ["r", self._record(enc, value, got)]
         info: dict[str, Any] = {
             "id": self.table.put(value),
             "type": wire.type_ref(type(value)),
             "callable": callable(value),
         }
         if isinstance(value, type):
-            info["cls"] = wire.type_ref(value)
             info["exc"] = issubclass(value, BaseException)
+            info["cls"] = exc_ref(value) if info["exc"] else wire.type_ref(value)
         if isinstance(value, ModuleType):
             info["package"] = hasattr(value, "__path__")
         return ["h", info]
 
-    def _record(self, enc: wire.Encoder, value: Any, kind: str) -> dict[str, Any]:
-        if kind == "enum":
-            fields = [("name", value.name), ("value", value.value)]
-            frozen, order = True, False
-        elif kind == "namedtuple":
-            fields = list(zip(type(value)._fields, value, strict=True))
-            frozen, order = True, True
-        else:
-            params = type(value).__dataclass_params__
-            fields = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)
-                      if f.compare]  # fmt: skip
-            frozen, order = bool(params.frozen), bool(params.order)
-        return {
+    def exc_ref(self, cls: type) -> dict[str, Any]:
+        """An exception or warning class's TypeRef, each class of its MRO verified."""
+        return exc_ref(cls)
+
+    def _record(self, enc: wire.Encoder, value: Any, got: tuple[Any, ...]) -> dict[str, Any]:
+        kind, fields, frozen, order = got
+        out = {
             "id": self.table.put(value),
             "type": wire.type_ref(type(value)),
             "kind": kind,
@@ -267,6 +454,12 @@ class Server:
             "frozen": frozen,
             "order": order,
         }
+        if kind == "enum":  # one identity per member, for as long as the run lasts
+            key = id(value)
+            if key not in self.members:
+                self.members[key] = (value, len(self.members) + 1)
+            out["member"] = self.members[key][1]
+        return out
 
     def _rebuild(self, tag: str, payload: dict[str, Any]) -> object:
         if tag in ("h", "r"):
@@ -279,11 +472,12 @@ class Server:
     def decode(self, raw: object) -> Any:
         return wire.Decoder(self._rebuild, self.caps).decode(raw)
 
-    def exc_info(self, exc: BaseException) -> dict[str, Any]:
-        """An exception of the subject as the wire's ``Exc``."""
+    def exc_info(self, exc: BaseException, depth: int = 0) -> dict[str, Any]:
+        """An exception of the subject as the wire's ``Exc``; its type by identity (``exc_ref``),
+        an exception group's members with it (``WireError`` past the caps)."""
         cls = type(exc)
         args: list[Any] = []
-        for a in exc.args:
+        for a in BaseException.__dict__["args"].__get__(exc):
             plain = wire.is_plain(a)
             args.append(wire.Encoder(None, self.caps).encode(a) if plain else ["s", repr(a)])
         frames = traceback.format_exception(cls, exc, exc.__traceback__, limit=-_TB_FRAMES)
@@ -291,14 +485,26 @@ class Server:
             message = str(exc)
         except Exception:  # a str() that raises still gives an error
             message = f"<{cls.__qualname__}: str() failed>"
-        return {
-            "type": wire.type_ref(cls),
-            "builtin": getattr(builtins, cls.__name__, None) is cls,
+        out = {
+            "type": exc_ref(cls),
+            "builtin": _BUILTIN_EXC.get(cls.__name__) is cls,
             "message": message[:_TB_CHARS],
             "args": args,
             "traceback": "".join(frames)[-_TB_CHARS:],
             "handle": self.table.put(exc),
         }
+        if isinstance(exc, BaseExceptionGroup):
+            members = BaseExceptionGroup.__dict__["exceptions"].__get__(exc)
+            if depth >= _GROUP_DEPTH or len(members) > _GROUP_MEMBERS:
+                raise wire.WireError(
+                    f"an exception group nested deeper than {_GROUP_DEPTH} or of more than "
+                    f"{_GROUP_MEMBERS} exceptions"
+                )
+            out["group"] = {
+                "message": str(BaseExceptionGroup.__dict__["message"].__get__(exc))[:_TB_CHARS],
+                "exceptions": [self.exc_info(m, depth + 1) for m in members],
+            }
+        return out
 
     # -- the link ---------------------------------------------------------------------------
     def event(self, message: dict[str, Any]) -> None:
@@ -313,16 +519,26 @@ class Server:
             out: dict[str, Any] = {"k": "ok", "id": call_id, "value": self.export(value)}
         except StopIteration:
             out = {"k": "ok", "id": call_id, "value": ["n"], "stop": True}
-        except wire.WireError as exc:
-            out = {"k": "raise", "id": call_id, "exc": self.exc_info(exc)}
+        except wire.WireError as exc:  # the link's refusal, never the code's answer
+            out = self._refused(call_id, exc)
         except BaseException as exc:  # every exception of production code is an answer
-            out = {"k": "raise", "id": call_id, "exc": self.exc_info(exc)}
+            try:
+                out = {"k": "raise", "id": call_id, "exc": self.exc_info(exc)}
+            except wire.WireError as refused:
+                out = self._refused(call_id, refused)
         try:
             with self._lock:
                 self.link.send(out)
         except wire.WireError as exc:  # too big to send: say so instead
             with self._lock:
-                self.link.send({"k": "raise", "id": call_id, "exc": self.exc_info(exc)})
+                self.link.send(self._refused(call_id, exc))
+
+    def _refused(self, call_id: object, exc: wire.WireError) -> dict[str, Any]:
+        """The answer when the link cannot carry the real one: the judge voids the test."""
+        why = str(exc)[:_TB_CHARS] or type(exc).__name__
+        return {"k": "raise", "id": call_id, "refused": why,
+                "exc": {"type": wire.type_ref(RuntimeError), "builtin": True, "message": why,
+                        "args": [], "traceback": "", "handle": None}}  # fmt: skip
 
     def call_judge(self, jid: int, args: tuple[object, ...], kwargs: dict[str, object]) -> Any:
         """Run a judge callback: send the call, serve the judge's messages until its answer."""
@@ -427,6 +643,8 @@ class Server:
         args = [self.decode(a) for a in msg.get("args") or ()]
         if op == "next":
             return next(obj)  # type: ignore[call-overload]
+        if op in ("await", "anext", "aclose"):
+            return _run_async(str(op), obj)
         if op in _OPS:
             return _OPS[str(op)](obj, *args)
         if op in _BINOPS:
@@ -462,6 +680,25 @@ class Server:
                 return 3
             if not self.handle(msg):
                 return 0
+
+
+_LOOPS: list[Any] = []  # the subject's one event loop for the judge's awaits, made on first use
+
+
+def _run_async(op: str, obj: object) -> Any:
+    """A coroutine awaited, or an async generator's next item or close, run to completion on the
+    subject's own event loop (one for the run, so an async generator keeps its loop between
+    items); only the exact built-in types, never an object that says it is one."""
+    if op == "await" and type(obj) is not types.CoroutineType:
+        raise TypeError("await of an object that is not a coroutine")
+    if op != "await" and type(obj) is not types.AsyncGeneratorType:
+        raise TypeError(f"{op} of an object that is not an async generator")
+    if not _LOOPS:
+        import asyncio  # noqa: PLC0415 - only a run that awaits production code pays for it
+
+        _LOOPS.append(asyncio.new_event_loop())
+    step = obj if op == "await" else getattr(obj, f"__{op}__")()
+    return _LOOPS[0].run_until_complete(step)
 
 
 def _name(msg: dict[str, Any]) -> str:
@@ -597,6 +834,7 @@ def main() -> int:
         config,
         report[0] if report else -1,
     )
+    watch_dataclasses()  # before any production import: each dataclass noted as it is made
     tracer.TRACER.configure(str(config.get("targets", "")))
     tracer.TRACER.start()
     forwarding.install(server)

@@ -6,8 +6,10 @@ workspace, first line, last line, qualified name), as ``targets.json`` lists the
 call: a code object whose file is the target's file, whose first line lies in the target's range
 (decorators included, as ``co_firstlineno`` of a decorated function is its first decorator's
 line), and whose qualified name (``co_qualname`` without ``<locals>``) is the target's name
-after its module — so a lambda in the symbol's default arguments, a comprehension, or a nested
-def that is a symbol of its own does not count for the symbol around it.
+after its module (a nested def as the client names it, ``outer.<locals>.inner``, or without
+the ``<locals>``; a name the client sent hashed, by the hash of the frame's module and the
+qualname) — so a lambda in the symbol's default arguments, a comprehension, or a nested def
+that is a symbol of its own does not count for the symbol around it.
 
 The hook is ``sys.setprofile`` plus ``threading.setprofile`` (set before any production import,
 so threads the code under test starts are traced too). Hits are attributed to the phase that is
@@ -19,6 +21,7 @@ switch the hook off or lie — executed is a necessary condition, never evidence
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -59,8 +62,11 @@ class Tracer:
                 continue
             self.by_file.setdefault(f, []).append(entry)
 
-    def name_of(self, code: CodeType) -> str | None:
-        """The target whose own code object ``code`` is, else None (cached per code object)."""
+    def name_of(self, code: CodeType, module: str = "") -> str | None:
+        """The target whose own code object ``code`` is, else None (cached per code object).
+        A nested def's target is named as the client names it (``f.<locals>.g``) or without the
+        ``<locals>``; a long name arrives hashed (``sha256:`` as ``patchgate.symbols.wire_name``
+        makes it), matched against ``module`` (the frame's ``__name__``) and the qualname."""
         try:
             return self._seen[code]
         except KeyError:
@@ -68,9 +74,13 @@ class Tracer:
         name = None
         ranges = self.by_file.get(os.path.realpath(code.co_filename))
         if ranges:
-            qual = getattr(code, "co_qualname", code.co_name).replace(".<locals>", "")
+            qual = getattr(code, "co_qualname", code.co_name)
+            forms = {"." + qual, "." + qual.replace(".<locals>", "")}
+            hashed = {_wire_name(f"{module}{form}") for form in forms} if module else set()
             for first, last, target in ranges:
-                if first <= code.co_firstlineno <= last and target.endswith("." + qual):
+                if not first <= code.co_firstlineno <= last:
+                    continue
+                if any(target.endswith(form) for form in forms) or target in hashed:
                     name = target
                     break
         self._seen[code] = name
@@ -78,7 +88,8 @@ class Tracer:
 
     def profile(self, frame: FrameType, event: str, _arg: object) -> None:
         if event == "call":
-            name = self.name_of(frame.f_code)
+            code = frame.f_code
+            name = self._seen[code] if code in self._seen else self.name_of(code, _module(frame))
             if name is not None and name not in self.hits:
                 with self._lock:
                     self.hits.add(name)
@@ -113,6 +124,21 @@ class Tracer:
         if self.phase:
             return [_record("test", self.phase, got)]
         return [_record("import", "", got)] if got else []
+
+
+def _module(frame: FrameType) -> str:
+    name = frame.f_globals.get("__name__")
+    return name if type(name) is str else ""
+
+
+def _wire_name(name: str) -> str:
+    """``patchgate.symbols.wire_name``: a name over 64 characters as ``sha256:`` + 40 hex."""
+    if len(name) <= _WIRE_NAME_CHARS:
+        return name
+    return "sha256:" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+_WIRE_NAME_CHARS = 64
 
 
 def _record(phase: str, nodeid: str, targets: list[str]) -> dict[str, Any]:

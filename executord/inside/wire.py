@@ -180,8 +180,16 @@ _SCALARS = frozenset(
 _CONTAINERS = frozenset({tuple, list, set, frozenset, dict})
 
 
-class WireError(ValueError):
-    """A message or value the wire refuses (over a cap, malformed, of a type it cannot carry)."""
+class WireError(BaseException):
+    """A message or value the wire refuses (over a cap, malformed, of a type it cannot carry).
+
+    It derives from ``BaseException`` directly, as ``SystemExit`` and ``KeyboardInterrupt`` do,
+    and from no type a test would catch (``ValueError``, ``TypeError``, ``Exception``): a
+    refusal of the link is never an answer of the code under test, so ``pytest.raises`` of a
+    built-in, ``except Exception`` or ``contextlib.suppress(Exception)`` must not turn it into
+    one. The judge's link also records every refusal (``judgelink.Client.void``), so the test is
+    ``error`` even under a bare ``except:``; the type keeps the ordinary handlers out of it. The
+    code of the link catches it by name."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from client.analysis.patch.symbols import definitions
+from patchgate.symbols import Symbol, wire_name
 from tests.unit._inside_helpers import load, run_supervisor, supervisor_config, write_tree
 
 PROD = textwrap.dedent(
@@ -152,3 +154,63 @@ def test_the_old_rule_would_count_the_lambda_and_the_nested_def(tmp_path: Path) 
     assert site["first"] <= lam.co_firstlineno <= site["last"]  # the old rule: a hit
     assert tracer.name_of(lam) is None
     assert tracer.name_of(ns["with_default"].__code__) == "pgtrace2.with_default"
+
+
+NESTED = textwrap.dedent(
+    """
+    REGISTRY = {}
+
+    def register(fn):
+        def registered(*args):
+            return fn(*args)
+        REGISTRY[fn.__name__] = registered
+        return registered
+
+    @register
+    def handler(x):
+        return x + 1
+
+    def outer(x):
+        def helper(y):
+            return y * 2
+        return helper(x)
+
+    def a_function_whose_qualified_name_is_much_longer_than_sixty_four_characters():
+        def its_nested_helper_with_a_long_name_too():
+            return 1
+        return its_nested_helper_with_a_long_name_too()
+    """
+)
+
+
+def test_nested_functions_that_ran_count_under_the_names_the_client_sends(tmp_path: Path) -> None:
+    """Issue 39: the client names a nested def ``outer.<locals>.helper`` and sends a name over 64
+    characters hashed; the tracer matched neither, so a nested helper or a registering
+    decorator's inner function that ran was "never executed" under the judge."""
+    tracer = load("tracer").Tracer()
+    src = tmp_path / "src"
+    write_tree(src, {"pgnest.py": NESTED})
+    sent = []
+    for qualname, node in definitions(ast.parse(NESTED).body):
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        name = wire_name(Symbol.make("pgnest", qualname))
+        sent.append({"path": "src/pgnest.py", "first": first, "last": node.end_lineno,
+                     "name": name})  # fmt: skip
+    targets = tmp_path / "t.json"
+    targets.write_text(json.dumps(sent), encoding="utf-8")
+    tracer.configure(str(targets), str(tmp_path))
+    ns: dict[str, Any] = {"__name__": "pgnest"}
+    exec(compile(NESTED, str(src / "pgnest.py"), "exec"), ns)  # noqa: S102 - the test's source
+    long_name = "a_function_whose_qualified_name_is_much_longer_than_sixty_four_characters"
+    helper = ns["outer"].__code__.co_consts
+    inner = [c for c in helper if hasattr(c, "co_qualname")]
+    assert [c.co_qualname for c in inner] == ["outer.<locals>.helper"]
+    assert tracer.name_of(inner[0], "pgnest") == "pgnest.outer.<locals>.helper"
+    registered = ns["handler"].__code__  # the decorator's inner function, as registered
+    assert tracer.name_of(registered, "pgnest") == "pgnest.register.<locals>.registered"
+    assert tracer.name_of(ns["register"].__code__, "pgnest") == "pgnest.register"
+    long_code = ns[long_name].__code__
+    assert tracer.name_of(long_code, "pgnest") == wire_name(f"pgnest.{long_name}")
+    nested = next(c for c in long_code.co_consts if hasattr(c, "co_qualname"))
+    want = wire_name(f"pgnest.{long_name}.<locals>.its_nested_helper_with_a_long_name_too")
+    assert tracer.name_of(nested, "pgnest") == want
