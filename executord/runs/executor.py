@@ -27,7 +27,7 @@ from pathlib import Path
 
 import structlog
 
-from executord.errors import FailedPrecondition, SandboxError
+from executord.errors import FailedPrecondition, SandboxError, sandbox_error
 from executord.inside import FILES, REPORTER_DIR
 from executord.runs.channel import (
     ChannelFactory,
@@ -450,7 +450,7 @@ class Executor:
                 exc = err
             except Exception as err:
                 log.exception("batch failed unexpectedly", properties=len(group.ids), run=r)
-                exc = SandboxError("internal", type(err).__name__)
+                exc = sandbox_error(err)
             finally:
                 self._slots.release()
         first = prepared.inp.properties.index(
@@ -571,7 +571,7 @@ class Executor:
                 exc = err
             except Exception as err:
                 log.exception("variant batch failed unexpectedly", properties=len(group.ids))
-                exc = SandboxError("internal", type(err).__name__)
+                exc = sandbox_error(err)
             finally:
                 self._slots.release()
         first = next(i for i, p in enumerate(prepared.inp.properties) if p.id == group.ids[0])
@@ -700,7 +700,7 @@ class Executor:
             return _transport(prop, run_index, exc), {}
         except Exception as exc:
             log.exception("run failed unexpectedly", property=prop.id, run=run_index)
-            return _transport(prop, run_index, SandboxError("internal", type(exc).__name__)), {}
+            return _transport(prop, run_index, sandbox_error(exc)), {}
         finally:
             self._slots.release()
 
