@@ -935,11 +935,7 @@ class Supervisor:
                     self.from_subject(line)
             self.reap(judge, subject)
         self.current = ""
-        self.kill(subject, "it was still running after the judge ended")
-        _wait_for(subject, judge, self)
-        while not slines.eof:
-            for line in slines.read():
-                self.from_subject(line)
+        end_subject_by_uid(self, judge, subject, slines)
         code = judge.status if judge.status is not None else -signal.SIGKILL
         if judge.killed == "hang":
             event, detail = "hang", "ended by the supervisor past the clock bound or the deadline"
@@ -994,6 +990,32 @@ def _dying(pid: int) -> bool:
         return True
     pf_exiting = 0x4
     return fields[0] in (b"Z", b"X") or bool(int(fields[6]) & pf_exiting)
+
+
+def end_subject_by_uid(sup: Supervisor, judge: _Child, subject: _Child, slines: _Lines) -> None:
+    """The judge has ended: the subject ends, by its uid, and its report pipe is read to its end.
+
+    Every process of the subject's uid but the zygotes is killed once the subject is reaped,
+    whether or not it was still running: a child of the subject that left its process group and
+    kept the inherited pipes open (its report pipe, its link to the judge) cannot hold the pair
+    past the judge's end, nor a batch's later variants. Without a uid of its own (no switch: unit
+    tests) the pipe is read for at most ``_END_GRACE_S``, then closed unread.
+    """
+    sup.kill(subject, "it was still running after the judge ended")
+    _wait_for(subject, judge, sup)
+    if subject.uid is not None:
+        _kill_all_of(subject.uid, sup.spared())
+    until = time.monotonic() + _END_GRACE_S
+    while not slines.eof:
+        left = until - time.monotonic()
+        if left <= 0:
+            with contextlib.suppress(OSError):
+                os.close(slines.fd)
+            slines.eof = True
+            break
+        if select.select([slines.fd], [], [], left)[0]:
+            for line in slines.read():
+                sup.from_subject(line)
 
 
 def _wait_for(subject: _Child, judge: _Child, sup: Supervisor) -> None:
