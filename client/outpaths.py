@@ -8,7 +8,9 @@ nothing written) when, after symbolic links and ``..`` are resolved, it lies
   ``pins/`` by default, as ``[tool.patchgate]`` says) or the ``.git`` directory (hooks and
   configuration live there) of the repository the command reads — for a
   command that reads no repository (``digest`` of a bare tree, ``dual-pin``, ``flake-observe``),
-  of the git work tree the output path lies in, with that tree's configuration or its defaults;
+  of the git work tree the output path lies in, and of the nearest directory above it that holds
+  ``patchgate.toml``, ``pyproject.toml`` or a ``pins`` directory (a plain directory's project,
+  no git needed), each with its configuration or the defaults;
 * inside another place the command names (the directory of a pin file it reads);
 * onto one of the command's own input files (for a directory output: an input inside it);
 * under ``/proc``, ``/sys`` or ``/dev``, below something that is not a directory, or where the
@@ -27,7 +29,7 @@ from pathlib import Path
 from patchgate.errors import PatchgateError, UsageError
 from patchgate.pins import DirSource, ProjectConfig, load_config
 
-__all__ = ["Place", "guard_output", "reading_places", "work_tree_of"]
+__all__ = ["Place", "guard_output", "project_of", "reading_places", "work_tree_of"]
 
 #: Kernel file systems: nothing a command writes belongs there.
 _PSEUDO = (Path("/proc"), Path("/sys"), Path("/dev"))
@@ -45,6 +47,20 @@ def work_tree_of(path: Path) -> Path | None:
     """The nearest directory at or above ``path`` (resolved) holding a ``.git``, if any."""
     for place in (path, *path.parents):
         if (place / ".git").exists() or (place / ".git").is_symlink():
+            return place
+    return None
+
+
+#: What marks a directory outside any git work tree as a project whose places no output may
+#: enter: its configuration, or a pins directory by the default name.
+_PROJECT_MARKS = ("patchgate.toml", "pyproject.toml", "pins")
+
+
+def project_of(path: Path) -> Path | None:
+    """The nearest directory at or above ``path`` (resolved) that holds a patchgate or Python
+    project configuration or a ``pins`` directory: a plain (non-git) directory's project."""
+    for place in (path, *path.parents):
+        if any((place / mark).exists() for mark in _PROJECT_MARKS):
             return place
     return None
 
@@ -117,9 +133,12 @@ def guard_output(
     """
     target = _resolve(path)
     _writable(flag, Path(path), target, directory=directory)
-    tree = _resolve(repo) if repo is not None else work_tree_of(target)
+    if repo is not None:
+        trees = [_resolve(repo)]
+    else:  # the git work tree the path lies in, and the plain directory's project (seed 004)
+        trees = [t for t in (work_tree_of(target), project_of(target.parent)) if t is not None]
     forbidden = [*places]
-    if tree is not None:
+    for tree in dict.fromkeys(trees):
         conf = config if repo is not None and config is not None else _config_of(tree)
         forbidden.extend(reading_places(tree, conf))
     for place in forbidden:

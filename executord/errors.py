@@ -20,6 +20,9 @@ imports grpc.
 
 from __future__ import annotations
 
+import errno
+import os
+
 from patchgate.errors import TRANSPORT_KINDS, PatchgateError
 
 __all__ = [
@@ -29,7 +32,11 @@ __all__ = [
     "ResourceExhausted",
     "SandboxError",
     "Unavailable",
+    "disk_full",
+    "sandbox_error",
 ]
+
+_FULL = {errno.ENOSPC: "no space left", errno.EDQUOT: "disk quota exceeded"}
 
 
 class ExecutorError(PatchgateError):
@@ -71,3 +78,36 @@ class SandboxError(ExecutorError):
         super().__init__(f"sandbox {kind}: {detail}")
         self.kind = kind
         self.detail = detail
+
+
+def _filesystem(path: str) -> str:
+    """The mount point of the filesystem that holds ``path`` (its nearest existing ancestor)."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p) and p != os.path.dirname(p):
+        p = os.path.dirname(p)
+    while not os.path.ismount(p):
+        p = os.path.dirname(p)
+    return p
+
+
+def disk_full(exc: BaseException) -> ResourceExhausted | None:
+    """A full disk or an exceeded quota (``ENOSPC``, ``EDQUOT``) as ``ResourceExhausted`` naming
+    the path and its filesystem; ``None`` for any other error. The executor's boundaries (the
+    gRPC adapter, a run's transport record) map with it, so a full disk is never ``internal``."""
+    for err in (exc, exc.__cause__, exc.__context__):
+        if isinstance(err, OSError) and err.errno in _FULL:
+            why = _FULL[err.errno]
+            if not err.filename:
+                return ResourceExhausted(f"{why} on a filesystem of the executor")
+            path = os.fsdecode(err.filename)
+            return ResourceExhausted(f"{why} on the filesystem at {_filesystem(path)} ({path})")
+    return None
+
+
+def sandbox_error(exc: BaseException) -> SandboxError:
+    """An unexpected error of one run as its transport failure: ``resource_exhausted`` naming
+    the filesystem for a full disk, else ``internal`` with the error's type."""
+    full = disk_full(exc)
+    if full is not None:
+        return SandboxError("resource_exhausted", str(full))
+    return SandboxError("internal", type(exc).__name__)

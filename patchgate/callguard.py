@@ -9,11 +9,12 @@ grpcio reads nothing before the guard runs; then, in order:
 
 1. **Admission.** A call of a *light* method (health, reflection, ``GetInfo``, ``GetKeyring``) is
    counted against its own bound, a call of any other method against the main one; each bound holds
-   in total and per peer (the SPIFFE id of an mTLS client, else the peer address without its port,
-   ``unix`` for a unix socket). Beyond either: ``RESOURCE_EXHAUSTED`` naming the bound, at once,
-   without reading the request. The server's pool has a thread for every call both bounds admit and
-   a few more for refusals, so a light call always finds one: health and ``GetInfo`` are answered
-   while the main bound is full.
+   in total and per peer (the SPIFFE id of an mTLS client, else the peer address without its port;
+   on a unix socket the caller's uid and pid as the kernel gives them, :mod:`patchgate.peercred`,
+   or, where the platform does not, no per-peer bound: those callers share the total). Beyond
+   either: ``RESOURCE_EXHAUSTED`` naming the bound, at once, without reading the request. The
+   server's pool has a thread for every call both bounds admit and a few more for refusals, so a
+   light call always finds one: health and ``GetInfo`` are answered while the main bound is full.
 2. **Idle limit.** Every request message (the one of a unary call, each chunk of an upload) must
    arrive within ``idle_seconds`` of the last; otherwise the call is cancelled (the caller sees
    ``CANCELLED``), its handler's read ends, and whatever it held is released (an upload discards its
@@ -42,7 +43,9 @@ from typing import Any
 import grpc
 import structlog
 
-__all__ = ["LIGHT_METHODS", "CallGuard", "CallLimits", "Watchdog", "peer_key"]
+from patchgate.peercred import peer_of
+
+__all__ = ["LIGHT_METHODS", "SHARED", "CallGuard", "CallLimits", "Watchdog", "peer_key"]
 
 log = structlog.get_logger("patchgate.callguard")
 
@@ -54,6 +57,12 @@ LIGHT_METHODS = frozenset({
     "/patchgate.v1.Executor/GetInfo",
     "/patchgate.v1.Signer/GetKeyring",
 })  # fmt: skip
+
+
+#: The peer of unix callers the platform cannot tell apart (no ``SO_PEERCRED``): the per-peer
+#: bound does not apply to it (it would let one such caller refuse every other); they share the
+#: total bound alone.
+SHARED = "unix"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,7 +167,9 @@ class Watchdog:
 
 
 def peer_key(context: grpc.ServicerContext) -> str:
-    """Who a call counts against: the mTLS SPIFFE id, else the peer address without its port."""
+    """Who a call counts against: the mTLS SPIFFE id (with, on a unix socket, the caller's uid
+    and pid), else a unix caller's uid and pid, else the peer address without its port; unix
+    callers the platform does not tell apart are :data:`SHARED`."""
     from patchgate.tls import peer_spiffe_id  # noqa: PLC0415 - tls imports grpc credentials
 
     spiffe = None
@@ -166,11 +177,14 @@ def peer_key(context: grpc.ServicerContext) -> str:
         spiffe = peer_spiffe_id(context)
     except Exception:  # no auth context on an insecure channel
         spiffe = None
-    if spiffe:
-        return f"spiffe:{spiffe}"
     peer = context.peer() or ""
+    local = peer_of(peer)  # a unix socket's caller by the kernel's credentials
+    if spiffe:
+        return f"spiffe:{spiffe}" + (f"@{local}" if local else "")
+    if local:
+        return f"unix:{local}"
     if peer.startswith("unix"):
-        return "unix"
+        return SHARED
     host, sep, port = peer.rpartition(":")
     return host if sep and port.isdigit() else peer
 
@@ -187,7 +201,7 @@ class _Admission:
         with self.lock:
             if self.count >= self.total:
                 return f"{self.what}: {self.count} calls in flight, the limit is {self.total}"
-            if self.peers[peer] >= self.per_peer:
+            if peer != SHARED and self.peers[peer] >= self.per_peer:
                 return (
                     f"{self.what}: {self.peers[peer]} calls in flight from this peer, "
                     f"the limit per peer is {self.per_peer}"

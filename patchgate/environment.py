@@ -73,10 +73,24 @@ _DROP_DIRS = {"__pycache__", "bin"}
 _DROP_FILES = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 _REQ = re.compile(
     r"(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)(?:\[[A-Za-z0-9,._ -]*\])?"
-    r"==(?P<version>[A-Za-z0-9.+!_-]+)(?:\s*;\s*[^-][^#]*?)?"
-    r"(?P<hashes>(?:\s+--hash=sha256:[0-9a-f]{64})*)"
+    r"==(?P<version>[A-Za-z0-9][A-Za-z0-9.+!_-]*)"
 )
+_HASHES = re.compile(r"(?P<head>.*?)(?P<hashes>(?:\s+--hash=sha256:[0-9a-f]{64})*)")
 _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
+_COMMENT = re.compile(r"(?:^|\s)#.*$")
+_MARKER_TOKEN = re.compile(
+    r"\s*(?:(?P<str>\"[^\"]*\"|'[^']*')|(?P<op>===|==|!=|<=|>=|~=|<|>)|(?P<paren>[()])"
+    r"|(?P<word>[A-Za-z_][A-Za-z0-9_.]*))"
+)
+_MARKER_VARIABLES = frozenset(
+    {
+        "python_version", "python_full_version", "os_name", "sys_platform", "platform_release",
+        "platform_system", "platform_version", "platform_machine",
+        "platform_python_implementation", "implementation_name", "implementation_version",
+        "extra",
+    }
+)  # fmt: skip
+_MARKER_STRING = re.compile(r"[A-Za-z0-9 ._+!*<>=~,:/()@-]*")
 MAX_LOCK_BYTES = 1 << 20
 
 
@@ -205,52 +219,158 @@ def overlay_files(tree: Path) -> dict[str, Path]:
 
 @dataclass(frozen=True)
 class Lock:
-    """A parsed lock: its pinned names (lowercase) and whether every entry carries hashes."""
+    """A parsed lock: its pinned names (lowercase), whether every entry carries hashes, and each
+    entry re-serialized (``name==version [; marker] [--hash=sha256:...]``): pip reads those,
+    never the lock's own bytes."""
 
     names: tuple[str, ...]
     hashed: bool
+    requirements: tuple[str, ...] = ()
 
 
-def parse_lock(text: str, where: str) -> Lock:
-    """Only ``name==version`` lines (markers, ``--hash=sha256:`` allowed); pytest required.
-
-    Options (``-e``, ``-r``, ``--index-url``), URLs and paths are refused: the operator reviews
-    exactly which distributions make the environment, and nothing is built from source.
-    """
-    logical: list[str] = []
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """The lock's logical lines (comments dropped, continuations joined) with their first line's
+    number, whitespace collapsed to single spaces."""
+    out: list[tuple[int, str]] = []
     buf = ""
-    for raw in text.splitlines():
-        line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+    first = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _COMMENT.sub("", raw).rstrip()
+        if not buf:
+            first = number
         if line.endswith("\\"):
             buf += line[:-1] + " "
             continue
         buf += line
         if buf.strip():
-            logical.append(" ".join(buf.split()))
+            out.append((first, " ".join(buf.split())))
         buf = ""
     if buf.strip():
-        logical.append(" ".join(buf.split()))
+        out.append((first, " ".join(buf.split())))
+    return out
+
+
+class _Marker:
+    """An environment marker's recursive-descent parser, writing its re-serialization."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        self.i = 0
+        self.out: list[str] = []
+        pos, text = 0, text.strip()
+        while pos < len(text):
+            m = _MARKER_TOKEN.match(text, pos)
+            if m is None or m.end() == pos:
+                raise ValueError(f"unexpected {text[pos : pos + 20]!r} in the marker")
+            pos = m.end()
+            kind = m.lastgroup or ""
+            self.tokens.append((kind, m[kind]))
+
+    def parsed(self) -> str:
+        self.expr()
+        if self.i != len(self.tokens):
+            raise ValueError(f"{self.tokens[self.i][1]!r} after the marker")
+        return " ".join(self.out)
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        if self.i >= len(self.tokens):
+            raise ValueError("the marker ends early")
+        self.i += 1
+        return self.tokens[self.i - 1]
+
+    def expr(self) -> None:
+        self.atom()
+        while self.peek() in {("word", "and"), ("word", "or")}:
+            self.out.append(self.take()[1])
+            self.atom()
+
+    def atom(self) -> None:
+        if self.peek() == ("paren", "("):
+            self.out.append(self.take()[1])
+            self.expr()
+            if self.take() != ("paren", ")"):
+                raise ValueError("an unclosed parenthesis")
+            self.out.append(")")
+            return
+        self.value()
+        kind, tok = self.take()
+        if kind == "op" or (kind, tok) == ("word", "in"):
+            self.out.append(tok)
+        elif (kind, tok) == ("word", "not") and self.take() == ("word", "in"):
+            self.out.append("not in")
+        else:
+            raise ValueError(f"{tok!r}: expected a comparison")
+        self.value()
+
+    def value(self) -> None:
+        kind, tok = self.take()
+        if kind == "str":
+            inner = tok[1:-1]
+            if not _MARKER_STRING.fullmatch(inner) or re.search(r"(?:^|\s)-", inner):
+                raise ValueError(f"{tok}: not a marker value")
+            self.out.append(f'"{inner}"')
+        elif kind == "word" and tok in _MARKER_VARIABLES:
+            self.out.append(tok)
+        else:
+            raise ValueError(f"{tok!r}: expected a marker variable or a quoted value")
+
+
+def _marker(text: str) -> str:
+    """An environment marker, checked by its grammar and re-serialized (one space between tokens,
+    strings double-quoted); ValueError says why not. No string holds a word that starts with a
+    dash, so pip cannot read an option out of it."""
+    return _Marker(text).parsed()
+
+
+def parse_lock(text: str, where: str) -> Lock:
+    """Only ``name==version``, an optional marker, ``--hash=sha256:`` entries; pytest required.
+
+    Any other token is refused, naming its line: an option on a line of its own (``-r``, ``-c``,
+    ``-e``, ``--index-url``, ``--no-binary``) or anywhere on a requirement's line (after its
+    marker included), URLs and paths. The operator reviews exactly which distributions make the
+    environment, nothing is built from source, and pip reads only the re-serialized entries.
+    """
     names: list[str] = []
     hashed: list[bool] = []
-    for line in logical:
-        m = _REQ.fullmatch(line)
-        if m is None:
-            raise PinError(
-                where,
-                "",
-                f"{line[:120]!r}: expected 'name==version' (hashes optional); "
-                "options, URLs and paths are not allowed",
+    serialized: list[str] = []
+    for number, line in _logical_lines(text):
+        m = _HASHES.fullmatch(line)
+        head, hashes = (m["head"], m["hashes"]) if m else (line, "")
+        req_text, sep, marker_text = head.partition(";")
+        req = _REQ.fullmatch(req_text.strip())
+        why = ""
+        marker = ""
+        if req is None:
+            why = (
+                "expected 'name==version' (hashes optional); options, URLs and paths are not "
+                "allowed"
             )
-        name = re.sub(r"[-_.]+", "-", m["name"]).lower()
+        elif sep:
+            try:
+                marker = _marker(marker_text)
+            except ValueError as exc:
+                why = f"the marker: {exc}; only a marker and --hash=sha256: entries may follow"
+        if req is None or why:
+            raise PinError(where, "", f"line {number}: {line[:120]!r}: {why}")
+        name = re.sub(r"[-_.]+", "-", req["name"]).lower()
         if name in names:
-            raise PinError(where, "", f"{name} is listed twice")
+            raise PinError(where, "", f"line {number}: {name} is listed twice")
         names.append(name)
-        hashed.append(bool(_HASH.search(m["hashes"] or "")))
+        digests = _HASH.findall(hashes)
+        hashed.append(bool(digests))
+        parts = [f"{name}=={req['version']}"]
+        if marker:
+            parts += [";", marker]
+        parts += [f"--hash=sha256:{d}" for d in digests]
+        serialized.append(" ".join(parts))
     if "pytest" not in names:
         raise PinError(where, "", "pytest is not among the entries (the suite runs with it)")
     if any(hashed) and not all(hashed):
         raise PinError(where, "", "some entries carry --hash and some do not: all or none")
-    return Lock(names=tuple(names), hashed=all(hashed))
+    return Lock(names=tuple(names), hashed=all(hashed), requirements=tuple(serialized))
 
 
 def environment_digest(files: Mapping[str, FileEntry]) -> str:
@@ -404,7 +524,7 @@ def build_environment(
     try:
         target = work / "tree"
         lock_file = work / "requirements.txt"
-        lock_file.write_bytes(lock)
+        lock_file.write_text("".join(r + "\n" for r in parsed.requirements), encoding="utf-8")
         _pip_install(target, lock_file, lock_name, parsed, find_links, no_index=no_index)
         if gaps := lock_gaps(target):
             raise EnvironmentBuildError(
@@ -469,11 +589,15 @@ def _pip_install(
     *,
     no_index: bool,
 ) -> None:
-    """``pip install --target``: wheels only, no dependency resolution, no bytecode."""
+    """``pip install --target``: wheels only, no dependency resolution, no bytecode.
+
+    ``lock_file`` is the parser's re-serialization (no option can come from the lock). The
+    operator's own pip settings (where wheels are found) still apply, but ``--only-binary :all:``
+    comes last on the command line, after them, so nothing turns a source build on.
+    """
     argv = [
         sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-        "--target", str(target), "--only-binary", ":all:", "--no-deps", "--no-compile",
-        "-r", str(lock_file),
+        "--target", str(target), "--no-deps", "--no-compile", "-r", str(lock_file),
     ]  # fmt: skip
     if parsed.hashed:
         argv.append("--require-hashes")
@@ -481,6 +605,7 @@ def _pip_install(
         argv.append("--no-index")
     for d in find_links:
         argv += ["--find-links", str(d)]
+    argv += ["--only-binary", ":all:"]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "SOURCE_DATE_EPOCH": "0"}
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:

@@ -23,6 +23,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from patchgate import peercred
 from patchgate.addr import parse_address
 from patchgate.callguard import CallGuard, CallLimits
 
@@ -108,6 +109,8 @@ class DaemonServer:
         self._service_names = list(service_names)
         self._stopped = threading.Event()
         self.bound: str = ""
+        # a unix socket's callers told apart by their credentials (patchgate.peercred)
+        self._relay: peercred.UnixRelay | None = None
 
     def start(self) -> str:
         """Bind and start; return the bound address (with the real port when 0 was asked)."""
@@ -116,6 +119,9 @@ class DaemonServer:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(addr.unix_path)
         target = addr.grpc_target
+        if addr.unix_path is not None and peercred.supported():
+            self._relay = peercred.UnixRelay(addr.unix_path, self._settings.socket_mode)
+            target = f"unix:{self._relay.inner_path}"
         if self._settings.credentials is not None:
             port = self.server.add_secure_port(target, self._settings.credentials)
         else:
@@ -123,8 +129,11 @@ class DaemonServer:
         if port == 0 and addr.unix_path is None:
             raise OSError(f"cannot bind {addr.text}")
         self.server.start()
-        if addr.unix_path is not None:
+        if self._relay is not None:
+            self._relay.start()
+        elif addr.unix_path is not None:
             os.chmod(addr.unix_path, self._settings.socket_mode)
+        if addr.unix_path is not None:
             self.bound = f"unix:{addr.unix_path}"
         else:
             host = addr.text.rpartition(":")[0]
@@ -139,6 +148,8 @@ class DaemonServer:
             return
         self._stopped.set()
         self.health.enter_graceful_shutdown()
+        if self._relay is not None:
+            self._relay.stop_accepting()
         grace = self._settings.grace_seconds if grace is None else grace
         done = self.server.stop(grace)
         # gRPC cancels every call at the grace; a handler stuck in a call of its own may still
@@ -146,6 +157,8 @@ class DaemonServer:
         if not done.wait(grace + 1.0):
             log.warning("calls still running after the grace", grace_s=grace)
         self.guard.watchdog.stop()
+        if self._relay is not None:
+            self._relay.stop()
         if self._address.unix_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._address.unix_path)

@@ -151,6 +151,10 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
                 lines.append(f"next       {next_line(c)}")
         lines.append(f"posture    {r.posture} (admission decision: {r.decision or '-'})")
     lines.append(f"fixtures   {r.fixture_status or '-'} {r.fixture_digest[:16]}".rstrip())
+    # the clock that judged every flake's expiry, beside the freeze ids the suite cited (seed 000)
+    lines.append(f"clock      {r.review_clock or '-'}")
+    if r.freeze_citations:
+        lines.append(f"freezes    {', '.join(r.freeze_citations)} (cited: never evidence)")
     for o in r.flake_observations:
         lines.append(f"flake      {o.get('flake_id', '')} on {o.get('test_id', '')} (never credit)")
     if r.excluded_paths:

@@ -336,6 +336,32 @@ class Pair:
                     break
         return self.finish(judge, subject, slines, wake, judge_gone_at or time.monotonic())
 
+    def end_subject_by_uid(self, judge: Child, subject: Child, slines: Lines) -> None:
+        """The judge has ended: the subject ends, by its uid, and its report pipe is read to its
+        end.
+
+        Every process of the subject's uid but the zygotes is killed once the subject is reaped,
+        whether or not it was still running: a child of the subject that left its process group
+        and kept the inherited pipes open (its report pipe, its link to the judge) cannot hold
+        the pair past the judge's end, nor a batch's later variants. Without a uid of its own (no
+        switch: unit tests) the pipe is read for at most ``_END_GRACE_S``, then closed unread.
+        """
+        self.kill(subject, "it was still running after the judge ended")
+        wait_for(subject, judge, self)
+        if subject.uid is not None:
+            kill_all_of(subject.uid, self.procs.spared())
+        until = time.monotonic() + _END_GRACE_S
+        while not slines.eof:
+            left = until - time.monotonic()
+            if left <= 0:
+                with contextlib.suppress(OSError):
+                    os.close(slines.fd)
+                slines.eof = True
+                break
+            if select.select([slines.fd], [], [], left)[0]:
+                for line in slines.read():
+                    self.from_subject(line)
+
     def finish(self, judge: Child, subject: Child, slines: Lines, wake: int, since: float) -> int:
         """The judge has ended: the subject's last words, its end, how the judge ended."""
         while subject.status is None and time.monotonic() - since < _END_GRACE_S:
@@ -348,11 +374,7 @@ class Pair:
                     self.from_subject(line)
             self.reap(judge, subject)
         self.current = ""
-        self.kill(subject, "it was still running after the judge ended")
-        wait_for(subject, judge, self)
-        while not slines.eof:
-            for line in slines.read():
-                self.from_subject(line)
+        self.end_subject_by_uid(judge, subject, slines)
         code = judge.status if judge.status is not None else -signal.SIGKILL
         if judge.killed == "hang":
             event, detail = "hang", "ended by the supervisor past the clock bound or the deadline"

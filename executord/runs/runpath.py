@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import structlog
 
-from executord.errors import SandboxError
+from executord.errors import SandboxError, sandbox_error
 from executord.runs.channel import ChannelFactory, write_targets
 from executord.runs.prepared import Prepared, observed_digest
 from executord.runs.records import (
@@ -344,7 +344,7 @@ class RunPath:
                 exc = err
             except Exception as err:
                 log.exception("run failed unexpectedly", sandbox=box.name)
-                exc = SandboxError("internal", type(err).__name__)
+                exc = sandbox_error(err)
             finally:
                 self.slots.release()
         r = box.progress[1]

@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 import structlog
 
-from executord.errors import ExecutorError, Unavailable
+from executord.errors import ExecutorError, Unavailable, disk_full
 from executord.runs.build import BuildInput, run_build
 from executord.runs.executor import Executor, Prepared, Progress
 from executord.runs.request import CodeTarget, ExecuteInput, PropertyRun, TreeItem, Variant
@@ -52,6 +52,7 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
 
 
 def _abort(context: grpc.ServicerContext, exc: Exception, method: str) -> None:
+    exc = disk_full(exc) or exc
     if isinstance(exc, ExecutorError):
         log.info("refused", method=method, status=exc.status, reason=str(exc))
         context.abort(grpc.StatusCode[exc.status], str(exc))

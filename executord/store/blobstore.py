@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from executord.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
+from executord.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, disk_full
 from patchgate.digest import SHA256_HEX
 
 __all__ = [
@@ -387,7 +387,8 @@ class BlobStore:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             with self._lock:
                 self._stale = True  # the disk disagrees with the total: rescan before the next
-            return ResourceExhausted("blob store: no space left on the device")
+            full = disk_full(exc)
+            return ResourceExhausted(f"blob store: {full or 'no space left on the device'}")
         return ResourceExhausted(f"blob store: cannot write: {exc.strerror or exc}")
 
     # -- the running total (every method below that touches it holds self._lock) --

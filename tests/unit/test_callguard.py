@@ -151,3 +151,72 @@ def test_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="idle"):
         CallLimits(idle_seconds=0)
     assert CallLimits.from_env({"PATCHGATE_MAX_CALLS": "10"}).max_calls_per_peer == 10
+
+
+_OTHER_CLIENT = """
+import sys
+import grpc
+from grpc_health.v1 import health_pb2
+Req = health_pb2.HealthCheckRequest
+with grpc.insecure_channel(sys.argv[1]) as channel:
+    echo = channel.unary_unary(sys.argv[2], Req.SerializeToString, Req.FromString)
+    try:
+        print(echo(Req(service="other"), timeout=30).service)
+    except grpc.RpcError as exc:
+        print(exc.code().name, exc.details())
+"""
+
+
+def test_one_local_clients_held_calls_never_refuse_another_client(tmp_path: Path) -> None:
+    """Issue 41: every unix-socket caller was the one peer ``unix``, so one client holding its
+    share of calls refused a normal call of another. Two real clients (two processes) over a real
+    unix socket: the one holding its per-peer share is refused its next call, the other is
+    served, each told apart by the kernel's credentials."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    server, _echo, address = _serve(tmp_path, max_calls=8, max_calls_per_peer=4)
+    stop = threading.Event()
+    channel = grpc.insecure_channel(address)
+    try:
+        stalled = channel.stream_unary(ECHO, Req.SerializeToString, Req.FromString)
+        futures = [stalled.future(_never(stop)) for _ in range(4)]
+        while server.guard.in_flight()[0] < 4:
+            threading.Event().wait(0.01)
+        mine = channel.unary_unary(ECHO, Req.SerializeToString, Req.FromString)
+        with pytest.raises(grpc.RpcError) as err:
+            mine(Req(service="x"), timeout=30)  # this client's own share is full
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "from this peer" in (err.value.details() or "")
+        other = subprocess.run(
+            [sys.executable, "-c", _OTHER_CLIENT, address, ECHO],
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        assert other.stdout.strip() == "OTHER", other.stdout + other.stderr
+        stop.set()
+        for f in futures:
+            with pytest.raises(grpc.RpcError):
+                f.result(timeout=60)
+        assert server.guard.in_flight() == (0, 0)
+    finally:
+        stop.set()
+        channel.close()
+        server.stop(0)
+
+
+def test_callers_the_platform_cannot_tell_apart_share_the_total_alone() -> None:
+    """No credentials (``unix`` alone): no per-peer bound that one caller could fill for all."""
+    from patchgate.callguard import SHARED, _Admission  # noqa: PLC0415
+    from patchgate.peercred import peer_of  # noqa: PLC0415
+
+    gate = _Admission(total=3, per_peer=1, what="busy")
+    assert [gate.enter(SHARED) for _ in range(3)] == [None, None, None]
+    assert "3 calls in flight" in (gate.enter(SHARED) or "")
+    named = _Admission(total=3, per_peer=1, what="busy")
+    assert named.enter("unix:uid=1,pid=2") is None
+    assert "from this peer" in (named.enter("unix:uid=1,pid=2") or "")
+    assert named.enter("unix:uid=1,pid=3") is None
+    # only the relay's own names carry credentials; a caller's chosen address does not
+    assert peer_of("unix:/tmp/patchgate-peers-ab12/c.1000.77.3") == "uid=1000,pid=77"
+    assert peer_of("unix:/tmp/mine/c.0.1.2") is None
+    assert peer_of("unix:") is None

@@ -178,3 +178,27 @@ def test_a_tree_with_no_fixture_root_is_refused_with_2_and_no_file(
     assert "no fixture root fixtures/" in capsys.readouterr().err
     assert not out.exists()
     assert not out.parent.exists()
+
+
+def test_an_empty_fixture_root_with_an_empty_pin_is_refused_with_2_and_no_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 (stale row): an empty fixtures/ with an empty pin exited 0 with "status":
+    "match" -- a digest of nothing, which DESIGN §7 never lets admit (not_applicable)."""
+    repo = tmp_path / "repo"
+    (repo / "fixtures").mkdir(parents=True)
+    pin = _write_repo(repo, {}, {})
+    out = tmp_path / "out" / "fixture_ledger.json"
+    assert _digest(pin, repo, out) == 2
+    assert "nothing to digest" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_one_pinned_fixture_is_still_a_match(tmp_path: Path) -> None:
+    """The honest shape: the smallest fixture root that can falsify a claim digests."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    pin = _write_repo(repo, {"fixtures/a.json": b"{}"})
+    out = tmp_path / "out" / "fixture_ledger.json"
+    assert _digest(pin, repo, out) == 0
+    assert json.loads(out.read_text())["status"] == "match"

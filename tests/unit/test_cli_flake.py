@@ -205,3 +205,26 @@ def test_a_missing_or_unreadable_input_ledger_is_refused_with_3_and_no_file(
     assert main([*argv, "--clock", CLOCK]) == 3
     assert which in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_two_runs_past_the_bound_are_never_a_flake(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seed 004: two exceeded_bound runs were recorded as an observation (exit 0, a ledger).
+    A hang is never a flake (``check`` holds it): exit 3, no ledger."""
+    runs = [_run_entry("exceeded_bound", SIG, 1), _run_entry("exceeded_bound", SIG, 2)]
+    _refused(tmp_path, [*_setup(tmp_path, runs=runs), "--clock", CLOCK], capsys, "never a flake")
+
+
+def test_one_hang_beside_a_matching_failure_is_still_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [_run_entry("fail", SIG, 1), _run_entry("exceeded_bound", "", 2)]
+    _refused(tmp_path, [*_setup(tmp_path, runs=runs), "--clock", CLOCK], capsys, "run 2 exceeded")
+
+
+def test_two_matching_failures_are_still_observed(tmp_path: Path) -> None:
+    """The honest shape: two runs that failed with the flake's signature are an observation."""
+    runs = [_run_entry("fail", f"{SIG} at 0x1", 1), _run_entry("error", f"{SIG} at 0x2", 2)]
+    assert main([*_setup(tmp_path, runs=runs), "--clock", CLOCK]) == 0
+    assert (tmp_path / "out" / "flake_ledger.json").is_file()

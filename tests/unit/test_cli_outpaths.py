@@ -293,3 +293,46 @@ def _git_status(repo: Path) -> str:
     return "\n".join(
         line for line in proc.stdout.splitlines() if line.strip() not in ("!! ledgers/",)
     )
+
+
+PLAIN_PLACES = [
+    "pins/properties.json",
+    "pins/flakes.json",
+    "fixtures/out.json",
+    "tests/out.json",
+    "properties/out.json",
+]
+
+
+@pytest.mark.parametrize("command", ["digest", "dual-pin", "flake-observe"])
+@pytest.mark.parametrize("place", PLAIN_PLACES)
+def test_in_a_plain_directory_no_command_writes_into_the_pins_either(
+    target: Path, tmp_path: Path, command: str, place: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seed 004: inside a git work tree every attempt was refused, but in a plain directory
+    dual-pin and digest overwrote pins/properties.json and pins/flakes.json. Here the output goes
+    into another project, a plain directory (no .git) with its pins, fixtures and oracle paths."""
+    plain = tmp_path / "plain"
+    for d in ("pins", "fixtures", "tests", "properties"):
+        (plain / d).mkdir(parents=True)
+    (plain / "pins" / "properties.json").write_text('{"properties": []}')
+    (plain / "pins" / "flakes.json").write_text(json.dumps(FLAKES))
+    before = _snapshot(plain)
+    code = main(COMMANDS[command](target, str(plain / place)))
+    err = capsys.readouterr().err
+    assert code == 64, err
+    assert "never writes where it reads" in err
+    assert _snapshot(plain) == before
+
+
+def test_in_a_plain_directory_an_output_beside_the_pins_is_written(
+    target: Path, tmp_path: Path
+) -> None:
+    """The honest shape: the same plain project's ledgers/ directory takes the output."""
+    plain = tmp_path / "plain"
+    (plain / "pins").mkdir(parents=True)
+    (plain / "ledgers").mkdir()
+    assert main(_dualpin(target, str(plain / "ledgers" / "drift.json"))) == 3  # drift: written
+    assert (plain / "ledgers" / "drift.json").is_file()
+    assert main(_digest(target, str(plain / "ledgers" / "fixture.json"))) == 0
+    assert (plain / "ledgers" / "fixture.json").is_file()

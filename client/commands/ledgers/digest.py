@@ -123,12 +123,19 @@ def run(args: argparse.Namespace) -> int:
         ],
     )
     pin = read_fixture_pin(args.pin, fixture_root)
+    # docs/reference/receipt.md: not_applicable is never a match -- no green digest of nothing,
+    # whether the fixture root is missing or is there with nothing pinned in it.
+    fix = "commit one fixture that can falsify a claim and pin it (patchgate pin fixtures)"
     if not os.path.lexists(root / fixture_root):
-        # docs/reference/receipt.md: not_applicable is never a match -- no green digest of nothing.
         raise CommandRefused(
             f"no fixture root {fixture_root}/ under {root}: there is nothing to digest, "
-            "and a digest of nothing is not a match; commit one fixture that can falsify a claim "
-            "and pin it (patchgate pin fixtures)",
+            f"and a digest of nothing is not a match; {fix}",
+            EXIT_SCAN,
+        )
+    if not pin.files:
+        raise CommandRefused(
+            f"the pin {args.pin} lists no fixture file: there is nothing to digest, and a "
+            f"digest of nothing is not a match; {fix}",
             EXIT_SCAN,
         )
     ledger = build_fixture_ledger(pin, root, fixture_root)

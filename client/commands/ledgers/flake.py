@@ -10,7 +10,8 @@ this order (the first that fails is the one-line reason):
 3. the test id is listed in the ``tests`` of a flake of the flake pin;
 4. that flake is open at the review clock: ``opened_on`` is not after the clock's UTC date and
    ``expires_on`` (and ``review_by``, when the flake has one) is later than it;
-5. the observed failure matches the flake's signature (see :func:`observed_failure`).
+5. no run of the test exceeded its clock bound (a hang is never a flake), and the observed
+   failure matches the flake's signature (see :func:`observed_failure`).
 
 When several flakes list the test id, the first (in pin order) for which 4 and 5 hold is used.
 """
@@ -40,7 +41,7 @@ from patchgate.results import OUTCOMES, normalize_failure
 
 __all__ = ["FAILING_OUTCOMES", "observe", "observed_failure", "register", "run", "runs_for"]
 
-FAILING_OUTCOMES = ("fail", "error", "exceeded_bound")
+FAILING_OUTCOMES = ("fail", "error")  # exceeded_bound is never a flake: refused outright
 _R = TypeVar("_R", bound=Record)
 
 _DESCRIPTION = """\
@@ -48,8 +49,9 @@ Record that a known, pre-listed flaky test fired again, in flake_ledger.json. A 
 unreadable input ledger is refused (exit 3, no file). Written only when:
 the property ledger's fixture_digest equals the fixture ledger's digest (same pin, status match);
 the oracle did not move; the test id is listed by a flake of the flake pin; that flake is open at
-the review clock (opened_on <= clock date < expires_on); and the failure observed in the property
-ledger's runs for that test id matches the flake signature. Otherwise exit 3 with a one-line
+the review clock (opened_on <= clock date < expires_on); no run of that test id exceeded its clock
+bound (a hang is never a flake); and the failure observed in the property ledger's runs for that
+test id matches the flake signature. Otherwise exit 3 with a one-line
 reason, and no file. Runs are looked up by their "test_id" field, or "property_id" when a run has
 no "test_id". A flake observation is never credit.
 """
@@ -108,10 +110,18 @@ def runs_for(ledger: PropertyLedger, test_id: str) -> list[dict[str, Any]]:
 def observed_failure(runs: Sequence[dict[str, Any]], signature: str) -> str:
     """The observed failure if it matches ``signature``, else CommandRefused.
 
-    At least one run must have failed (fail, error or exceeded_bound), and every failing run's
-    normalized failure signature must contain the flake's normalized signature: a failure with any
-    other signature is a real failure, not this flake. Returns the first failing run's signature.
+    No run may have exceeded its clock bound (a hang is never a flake, as ``check`` holds:
+    ``client.verdict.flakes``), at least one run must have failed (fail or error), and every
+    failing run's normalized failure signature must contain the flake's normalized signature: a
+    failure with any other signature is a real failure, not this flake. Returns the first failing
+    run's signature.
     """
+    hung = [r for r in runs if r["outcome"] == "exceeded_bound"]
+    if hung:
+        raise CommandRefused(
+            f"run {hung[0].get('run_index', '?')} exceeded its clock bound: a hang is never a "
+            "flake"
+        )
     failing = [r for r in runs if r["outcome"] in FAILING_OUTCOMES]
     if not failing:
         raise CommandRefused(f"nothing observed: all {len(runs)} runs of the test passed")
