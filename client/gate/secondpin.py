@@ -189,6 +189,7 @@ def _compare(  # noqa: PLR0917 - the step's state, split from the reading of the
                 executor_keyring=sig.executor_keyring,
                 say=say,
                 config=pins.config,
+                keep=False,  # the verdict's evidence is the first pin's (signed_runs/)
             )
             io = {p.id for p in suite if p.property_class == "idempotent_io"}
             stab2 = assess_all([p.id for p in suite], lane.outcomes, s.runs, same_tree=io)

@@ -27,6 +27,7 @@ from client.analysis.patch.touched import Touched, judge, read_inputs
 from client.gate.runs import durations
 from client.gate.runs.execution import LaneResult, run_lane
 from client.gate.runs.judging import JudgeMode, production_names
+from client.gate.runs.kept import signed_runs_dir
 from client.gate.runs.targets import Target, targeted_connect
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
@@ -423,10 +424,12 @@ def execute(
     say: Say,
     targets: Sequence[Target] = (),
     config: ProjectConfig | None = None,
+    keep: bool = True,
 ) -> LaneResult:
     """Run the suite on one lane (see client.gate.runs.execution); every Execute sends ``targets``,
     the changed symbols' code (client.gate.runs.targets), and the judge mode with the production
-    names of ``workspace`` under the base's ``config`` (client.gate.runs.judging)."""
+    names of ``workspace`` under the base's ``config`` (client.gate.runs.judging). ``keep``: the
+    local lane's signed results go to ``signed_runs/`` of ``s.out`` (client.gate.runs.kept)."""
     tls = s.remote_tls if lane == "remote" else s.executor_tls
     mode = judge_mode(s.judge, workspace, config)
     say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
@@ -447,7 +450,15 @@ def execute(
         concurrency=s.executor_concurrency,
         isolation=s.isolation,
         costs=durations.load(memory, suite) if s.isolation == "run" else {},
-        connect=targeted_connect(lane, tls, executor_keyring, targets, mode),
+        # the local lane's signed results are kept beside the receipt (issue 43)
+        connect=targeted_connect(
+            lane,
+            tls,
+            executor_keyring,
+            targets,
+            mode,
+            keep=signed_runs_dir(s.out) if keep and lane == "local" else None,
+        ),
     )
     durations.save(memory, suite, result.outcomes)  # spreads the next check; decides nothing
     return result

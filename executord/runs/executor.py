@@ -82,7 +82,7 @@ from patchgate.envelope import Envelope, FixtureStatement, verify_fixture_envelo
 from patchgate.errors import EnvelopeError
 from patchgate.keys import Keyring, Signer
 from patchgate.ledgers import now_utc
-from patchgate.report import sign_result
+from patchgate.report import run_binding, sign_result
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.v1 import executor_pb2
 
@@ -393,7 +393,11 @@ class Executor:
                 )
             ],
         )
-        return report, sign_result(report, self._signer)
+        binding = run_binding(
+            [(w.path, w.digest, w.size) for w in inp.workspace],
+            [(v.path, v.source, v.scope or inp.variant_scope) for v in inp.variants],
+        )
+        return report, sign_result(report, self._signer, binding)
 
     def _alone(  # noqa: PLR0917 - private, two call sites
         self,

@@ -48,6 +48,7 @@ from typing import Any, Protocol
 from client.analysis.mutation.mutants import Mutant, changed_lines, make_mutants
 from client.gate.runs.execution import default_concurrency, signed_terms
 from client.gate.runs.judging import JudgeMode
+from client.gate.runs.kept import signed_runs_dir
 from client.gate.runs.targets import SymbolSite, TargetedClient, executed_by
 from client.gate.settings import CheckSettings
 from client.verdict.admission import covering
@@ -657,7 +658,7 @@ def score_with_evidence(
             inner = ExecutorClient(
                 address, tls=s.executor_tls, lane="local", executor_keyring=executor_keyring
             )
-            return TargetedClient(inner, (), mode)
+            return TargetedClient(inner, (), mode, keep=signed_runs_dir(s.out))
 
         run = run_mutants(
             candidates=candidates, sites=sites, suite=suite, suite_ms=suite_times(local),
