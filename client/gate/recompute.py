@@ -1,0 +1,475 @@
+"""The verdict of a check re-derived from its signed evidence alone (issue 43, DESIGN §7).
+
+``patchgate verify-receipt --recompute`` hands this module the base revision, the patch bytes, the
+check's ``--out`` directory and one keyring (operator keys and, by role ``executor``, the executor
+keys). It rebuilds the two trees from the repository's blobs and the patch, recomputes changed
+symbols, the oracle and pin findings, the fixture digest and admission as the check does, verifies
+every run result kept in ``signed_runs/`` (:mod:`client.gate.runs.kept`) by an executor key, checks
+that each binds this tree (base and patch), this fixture digest, this environment and this judge
+mode, and scores credit from the outcomes those statements sign — suite runs, and the mutants the
+receipt's recorded sample re-derives, matched to the signed variants by their source digests. No
+daemon is reached; nothing from the receipt is trusted but the sample's seed and ``k`` (which only
+choose what must be found signed).
+
+Everything that does not fit is a *problem* naming the file: unsigned (no executor key of the
+keyring verifies it), mis-bound, extra (a statement or variant this check did not need, a run
+reported twice) or missing (a suite run or a sampled mutant with no signed outcome).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from client.analysis.mutation.mutants import MutantSet, changed_lines, make_mutants
+from client.gate import steps
+from client.gate.attributes import patch_git_metadata
+from client.gate.runs.kept import signed_runs_dir
+from client.gate.runs.mutation import JUDGE_OFF, classify, executed_map
+from client.gate.runs.targets import SymbolSite, locate, targets_of
+from client.gate.workspace import Workspace, base_pins, materialize
+from client.verdict.admission import decide
+from client.verdict.credit import CreditReport, MutationResult, rejection_codes, score
+from client.verdict.flakes import quarantined
+from client.verdict.posture import Facts, merge
+from client.verdict.stability import assess_all
+from patchgate.digest import hash_files
+from patchgate.envelope import Envelope, verify_fixture_envelope
+from patchgate.errors import EnvelopeError, FixtureScanError
+from patchgate.executor_client import workspace_files
+from patchgate.keys import Keyring
+from patchgate.ledgers import Receipt, read_record
+from patchgate.pins import PinSet, PropertyPin
+from patchgate.report import verify_result, workspace_digest
+from patchgate.results import RunOutcome
+from patchgate.symbols import wire_name
+
+__all__ = ["Recomputed", "SignedRun", "recompute"]
+
+RUNS = 2  # the suite runs twice (DESIGN §6 step 7)
+
+
+@dataclass(frozen=True)
+class SignedRun:
+    """One verified, bound run result: its file, its outcomes (symbol names restored), its
+    variants as signed (path, source sha256, scope)."""
+
+    name: str
+    outcomes: tuple[RunOutcome, ...]
+    variants: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+
+@dataclass(kw_only=True)
+class Recomputed:
+    """What the signed evidence alone gives: the receipt's fields, and every problem found."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    statements: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Bound:
+    """What every kept statement must bind."""
+
+    fixture_digest: str
+    environment: str
+    judge: str
+    workspace: str
+    names: Mapping[str, str]  # wire name -> symbol name (``executed``)
+
+
+def recompute(repo: Path, base: str, patch: bytes, ledgers: Path, keyring: Keyring) -> Recomputed:
+    """Re-derive ``ledgers``'s verdict for ``patch`` on ``base`` from the signed statements."""
+    receipt = read_record(Receipt, ledgers / "receipt.json")
+    out = Recomputed()
+    out.fields["patch_sha256"] = hashlib.sha256(patch).hexdigest()
+    with materialize(repo, base, patch) as ws:
+        _Recompute(ws=ws, receipt=receipt, ledgers=ledgers, keyring=keyring, out=out).run(patch)
+    return out
+
+
+@dataclass(kw_only=True)
+class _Recompute:
+    ws: Workspace
+    receipt: Receipt
+    ledgers: Path
+    keyring: Keyring
+    out: Recomputed
+
+    def stop(self, why: str) -> None:
+        """The recomputed verdict is no admit: say why."""
+        self.out.fields.setdefault("admit", False)
+        self.out.problems.append(f"not admitted: {why}")
+
+    def run(self, patch: bytes) -> None:
+        ws, f = self.ws, self.out.fields
+        pins = steps.resolve_pins(ws, base_pins(ws.repo, ws.base_rev))
+        changed = steps.changed(ws, pins)
+        f["changed_symbols"], f["excluded_paths"] = (
+            list(changed.symbols),
+            list(changed.excluded_paths),
+        )
+        reports = steps.classify(ws.patched_dir, pins.properties)
+        base_reports = steps.classify(ws.base_dir, pins.properties)
+        f["predicate_hashes"] = {
+            p: r.predicate_hash for p, r in reports.items() if r.predicate_hash
+        }
+        classes = {pid: r.assertion_class for pid, r in reports.items()}
+        citations = {p: r.freeze_ids for p, r in reports.items() if r.freeze_ids}
+        clock = _clock(self.receipt.review_clock)
+        oracle = steps.oracle_and_pins(
+            changed, pins, reports, base_reports, clock, read_patched=ws.read_patched,
+            opened_paths=None,
+        )  # fmt: skip
+        stops = [*oracle.unreviewable, *patch_git_metadata(ws.changes(), patch, ws.base_dir,
+                                                           ws.patched_dir)]  # fmt: skip
+        if stops or oracle.oracle_moved or oracle.pin_mutation or oracle.changed_inputs:
+            what = [*stops, *(["oracle moved (R7)"] if oracle.oracle_moved else []),
+                    *(["pin mutation (R8)"] if oracle.pin_mutation else []),
+                    *oracle.changed_inputs]  # fmt: skip
+            self.stop("; ".join(what))
+            return
+        fixture_root = pins.config.fixture_root
+        try:
+            manifest, mismatched = steps.measure(ws.patched_dir, pins.fixtures, fixture_root)
+        except FixtureScanError as exc:
+            self.stop(f"fixture digest (R2): {exc}")
+            return
+        f["fixture_digest"] = manifest.digest()
+        f["fixture_status"] = "mismatch" if mismatched else "match"
+        if mismatched or not pins.fixtures.files:
+            self.stop(f"fixture status {f['fixture_status']} (no fixture: never admitted)")
+            return
+        signed = self.fixture_envelope(f["fixture_digest"])
+        if signed is None:
+            return
+        f["environment"] = signed
+        held = quarantined(
+            properties=pins.properties, assertion_classes=classes,
+            citations={p: ids for p, ids in citations.items() if p in oracle.valid_citers},
+            flakes=pins.flakes, clock=clock,
+        )  # fmt: skip
+        admission = decide(
+            provenance_problems=(), signature_problem=None, properties=pins.properties,
+            assertion_classes=classes, changed_symbols=changed.symbols, quarantined=held,
+        )  # fmt: skip
+        f["decision"] = admission.decision
+        if not admission.admitted:
+            self.stop(f"admission {admission.decision}")
+            return
+        by_id = {p.id: p for p in pins.properties}
+        suite = [by_id[pid] for pid in admission.suite]
+        runs = self.statements(pins, f["fixture_digest"], signed, changed.symbols)
+        self.score(pins, suite, [p for p in pins.properties if p.id in held], classes, runs)
+        f["rejection_codes"] = rejection_codes(
+            symbol_codes=f.pop("_codes"), freeze_problems=oracle.freeze_problems
+        )
+        self.verdict()
+
+    def fixture_envelope(self, digest: str) -> str | None:
+        """The environment the operator signed with ``digest`` (``executor`` when none), or None
+        with the problem recorded."""
+        path = self.ledgers / "fixture_envelope.json"
+        try:
+            env = Envelope.from_json(json.loads(path.read_text(encoding="utf-8")))
+            statement = verify_fixture_envelope(env, self.keyring)
+        except (OSError, ValueError, EnvelopeError) as exc:
+            self.stop(f"fixture_envelope.json: {exc}")
+            return None
+        if statement.digest != digest:
+            self.stop(f"fixture_envelope.json signs {statement.digest[:16]}, not {digest[:16]}")
+            return None
+        return statement.manifest.environment_digest or "executor"
+
+    def statements(
+        self, pins: PinSet, digest: str, environment: str, symbols: Sequence[str]
+    ) -> list[SignedRun]:
+        """Every kept statement that verifies by an executor key and binds this check."""
+        ws = self.ws
+        files = workspace_files(ws.patched_dir, pins.config.fixture_root)
+        tree = workspace_digest((p, e.sha256, e.size) for p, e in hash_files(files).items())
+        sites = locate(ws, pins, symbols)
+        bound = _Bound(
+            fixture_digest=digest, environment=environment, judge=self.receipt.judge or "on",
+            workspace=tree, names={wire_name(n): n for *_x, n in targets_of(sites)},
+        )  # fmt: skip
+        directory = signed_runs_dir(self.ledgers)
+        paths = sorted(directory.glob("*.json")) if directory.is_dir() else []
+        if not paths:
+            self.out.problems.append(f"missing: no signed run result in {directory}")
+        kept: list[SignedRun] = []
+        for path in paths:
+            run = _signed_run(path, self.keyring, bound, self.out.problems)
+            if run is not None:
+                kept.append(run)
+        self.out.statements = len(kept)
+        return kept
+
+    def score(
+        self,
+        pins: PinSet,
+        suite: list[PropertyPin],
+        held: list[PropertyPin],
+        classes: Mapping[str, str],
+        runs: list[SignedRun],
+    ) -> None:
+        """Stability, executed, mutation and credit from the signed outcomes."""
+        ws, f, problems = self.ws, self.out.fields, self.out.problems
+        ids = [p.id for p in suite]
+        outcomes = _suite_outcomes([r for r in runs if not r.variants], set(ids), problems)
+        io = {p.id for p in suite if p.property_class == "idempotent_io"}
+        stab = assess_all(ids, outcomes, RUNS, same_tree=io)
+        for pid, st in stab.items():
+            if st.status == "incomplete":
+                problems.append(f"missing: {pid} has no signed outcome for every run")
+        symbols = f["changed_symbols"]
+        sites = locate(ws, pins, symbols)
+        everyone = [*suite, *held]
+        executed = executed_map(sites, symbols, everyone, stab)
+        threshold = pins.config.min_mutation_score
+
+        def scored(mutation: Mapping[str, MutationResult] | None) -> CreditReport:
+            return score(
+                changed_symbols=symbols, suite=everyone, assertion_classes=classes, local=stab,
+                remote={}, executed=executed, mutation=mutation, min_mutation_score=threshold,
+            )  # fmt: skip
+
+        report = scored(None)
+        record = self.receipt.mutation
+        k = int(record.get("k", 0)) if record.get("enabled") else 0
+        f["_unmutated"] = k <= 0 and not pins.config.allow_unmutated
+        if k > 0:
+            by_id = {p.id: p for p in everyone}
+            candidates: dict[str, list[str]] = {}
+            for row in report.rows:
+                if row.credit == 1 and row.property_id in by_id:
+                    candidates.setdefault(row.symbol, []).append(row.property_id)
+            untrusted = steps.introspection(ws, pins, symbols, everyone)
+            if f.get("judge", self.receipt.judge) == "off":
+                untrusted = {sym: JUDGE_OFF for sym in candidates} | untrusted
+            found = _mutation(
+                candidates={s: p for s, p in candidates.items() if not untrusted.get(s)},
+                sites=sites, ws=ws, k=k, seeds=record.get("symbols", {}),
+                runs=[r for r in runs if r.variants], problems=problems,
+            )  # fmt: skip
+            found |= {s: MutationResult(untrusted=why) for s, why in untrusted.items()
+                      if s in candidates and why}  # fmt: skip
+            report = scored({s: found.get(s, MutationResult()) for s in symbols})
+        f["credits"], f["coverage"] = dict(report.credits), report.coverage
+        f["_codes"] = list(report.codes)
+        f["_facts"] = {
+            "suite_passed": all(stab[p].passed_both for p in ids),
+            "property_misses": list(report.misses),
+        }
+
+    def verdict(self) -> None:
+        f = self.out.fields
+        facts = f.pop("_facts")
+        judge = self.receipt.judge or "on"
+        verdict = merge(
+            Facts(
+                decision=f["decision"], codes=f["rejection_codes"], coverage=f["coverage"],
+                changed_symbols=len(f["changed_symbols"]), suite_passed=facts["suite_passed"],
+                property_misses=facts["property_misses"], unmutated=f.pop("_unmutated"),
+                unjudged=judge == "off",
+            )
+        )  # fmt: skip
+        f["posture"], f["admit"] = verdict.posture, verdict.admit
+        if self.receipt.dual_pin != "not_run":
+            self.out.problems.append(
+                f"not recomputed: the second pin ({self.receipt.dual_pin}); its runs are not kept"
+            )
+
+
+def _clock(text: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return dt.datetime.now(dt.UTC)
+
+
+def _signed_run(
+    path: Path, keyring: Keyring, bound: _Bound, problems: list[str]
+) -> SignedRun | None:
+    """The statement of ``path`` when it verifies by an executor key and binds ``bound``."""
+    name = path.name
+    try:
+        env = Envelope.from_json(json.loads(path.read_text(encoding="utf-8")))
+        verified = verify_result(env, keyring)
+    except (OSError, ValueError, EnvelopeError) as exc:
+        problems.append(f"unsigned: {name}: {exc}")
+        return None
+    report, binding = verified.report, verified.binding
+    wrong = []
+    if verified.subject_digest != bound.fixture_digest:
+        wrong.append(
+            f"fixture digest {verified.subject_digest[:16]}, not {bound.fixture_digest[:16]}"
+        )
+    if report.environment != bound.environment:
+        wrong.append(f"environment {report.environment[:16]!r}, not {bound.environment[:16]!r}")
+    if (report.judge or "off") != bound.judge:
+        wrong.append(f"judge {report.judge or 'off'}, not {bound.judge}")
+    tree = str(binding.get("workspace_digest", ""))
+    if tree != bound.workspace:
+        here = bound.workspace[:16]
+        wrong.append(f"ran on tree {tree[:16] or '(unbound)'}, not this base and patch ({here})")
+    if wrong:
+        problems.append(f"mis-bound: {name}: {'; '.join(wrong)}")
+        return None
+    try:
+        outcomes = tuple(
+            dataclasses.replace(
+                RunOutcome.from_proto(o),
+                executed=tuple(sorted({bound.names[e] for e in o.executed if e in bound.names})),
+            )
+            for o in report.outcomes
+        )
+        variants = tuple(
+            (str(v["path"]), str(v["sha256"]), tuple(str(s) for s in v.get("scope", ())))
+            for v in binding.get("variants", ())
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        problems.append(f"unsigned: {name}: malformed statement: {exc}")
+        return None
+    return SignedRun(name, outcomes, variants)
+
+
+def _suite_outcomes(
+    runs: Sequence[SignedRun], suite: set[str], problems: list[str]
+) -> list[RunOutcome]:
+    """The suite's outcomes; a property outside the suite or a run reported twice is extra."""
+    seen: dict[tuple[str, int], str] = {}
+    kept: list[RunOutcome] = []
+    for run in runs:
+        for o in run.outcomes:
+            key = (o.property_id, o.run_index)
+            if o.property_id not in suite:
+                problems.append(f"extra: {run.name}: {o.property_id} is not in the admitted suite")
+            elif key in seen:
+                problems.append(
+                    f"extra: {run.name}: {o.property_id} run {o.run_index} also in {seen[key]}"
+                )
+            else:
+                seen[key] = run.name
+                kept.append(o)
+    return kept
+
+
+@dataclass
+class _Tally:
+    made: MutantSet
+    path: str
+    control: str  # sha256 of the patched file: what a control variant serves
+    labels: dict[str, str]  # source sha256 -> label
+    seen: set[str] = field(default_factory=set)
+    buckets: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    controls: dict[str, int] = field(default_factory=dict)
+    controls_failed: dict[str, list[str]] = field(default_factory=dict)
+
+    def put(self, kind: str, pid: str, label: str) -> None:
+        self.buckets.setdefault(kind, {}).setdefault(pid, []).append(label)
+
+
+def _expected(site: SymbolSite, ws: Workspace, k: int, seed: int | None) -> _Tally | None:
+    """The symbol's mutant sample as the check drew it (``seed``: the receipt's, when capped)."""
+    try:
+        source = (ws.patched_dir / site.path).read_bytes()
+        old_path = ws.base_dir / site.path
+        old = old_path.read_bytes() if old_path.is_file() else None
+    except OSError:
+        return None
+    made = make_mutants(
+        source, site.qualname, changed_lines=changed_lines(old, source), cap=k, seed=seed
+    )
+    labels = {hashlib.sha256(m.source).hexdigest(): m.label for m in made.mutants}
+    return _Tally(made, site.path, hashlib.sha256(source).hexdigest(), labels)
+
+
+def _mutation(
+    *,
+    candidates: Mapping[str, Sequence[str]],
+    sites: Mapping[str, SymbolSite],
+    ws: Workspace,
+    k: int,
+    seeds: Mapping[str, Any],
+    runs: Sequence[SignedRun],
+    problems: list[str],
+) -> dict[str, MutationResult]:
+    """Each candidate symbol's mutation result from the signed variant runs."""
+    tallies: dict[str, _Tally] = {}
+    results: dict[str, MutationResult] = {}
+    for symbol in sorted(candidates):
+        site = sites.get(symbol)
+        info = seeds.get(symbol, {}) if isinstance(seeds.get(symbol), dict) else {}
+        seed = info.get("seed")
+        tally = (
+            None
+            if site is None
+            else _expected(site, ws, k, seed if isinstance(seed, int) else None)
+        )
+        if tally is None or not tally.made.mutants:
+            why = tally.made.problem if tally else "its source is not in the patched tree"
+            results[symbol] = MutationResult(problem=why or "no mutant compiled")
+            continue
+        tallies[symbol] = tally
+    owner = {sha: sym for sym, t in tallies.items() for sha in t.labels}
+    for run in runs:
+        in_batch = {owner[sha] for _p, sha, _s in run.variants if sha in owner}
+        for i, (path, sha, scope) in enumerate(run.variants, start=1):
+            outs = {
+                o.property_id: o for o in run.outcomes if o.variant == i and o.property_id in scope
+            }
+            if sha in owner:
+                _mutant_outcomes(tallies[owner[sha]], sha, outs, candidates[owner[sha]])
+                continue
+            controlled = [
+                s
+                for s in sorted(in_batch)
+                if (tallies[s].path, tallies[s].control, tuple(candidates[s])) == (path, sha, scope)
+            ]
+            if not controlled:
+                problems.append(
+                    f"extra: {run.name}: variant {i} ({path}) is neither a sampled mutant of a "
+                    "changed symbol nor its control"
+                )
+            for symbol in controlled:
+                t = tallies[symbol]
+                for pid, o in outs.items():
+                    t.controls[pid] = t.controls.get(pid, 0) + 1
+                    if o.outcome != "pass":
+                        t.controls_failed.setdefault(pid, []).append(o.outcome)
+    for symbol, t in tallies.items():
+        missing = [label for sha, label in t.labels.items() if sha not in t.seen]
+        problems.extend(f"missing: no signed outcome of mutant '{m}' of {symbol}" for m in missing)
+        frozen = {kind: {p: tuple(v) for p, v in by.items()} for kind, by in t.buckets.items()}
+        results[symbol] = MutationResult(
+            made=len(t.made.mutants), sites=t.made.sites, candidates=t.made.candidates,
+            skipped=t.made.skipped, not_run=len(missing), seed=t.made.seed,
+            killed=frozen.get("killed", {}), survived=frozen.get("survived", {}),
+            crashed=frozen.get("crashed", {}), hung=frozen.get("hung", {}),
+            controls=dict(t.controls),
+            controls_failed={p: tuple(v) for p, v in t.controls_failed.items()},
+        )  # fmt: skip
+    return results
+
+
+def _mutant_outcomes(
+    t: _Tally, sha: str, outs: Mapping[str, RunOutcome], covering: Sequence[str]
+) -> None:
+    label = t.labels[sha]
+    if sha in t.seen:
+        return  # a batch re-run after a transport failure: its first outcomes count
+    mine = {pid: outs[pid] for pid in covering if pid in outs}
+    if not mine:
+        return
+    t.seen.add(sha)
+    for pid, o in mine.items():
+        kind = classify(o)
+        t.put(kind, pid, label if kind in ("killed", "survived") else f"{label}: {o.outcome}")
