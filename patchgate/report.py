@@ -59,10 +59,17 @@ def workspace_digest(entries: Iterable[tuple[str, str, int]]) -> str:
 def run_binding(
     workspace: Iterable[tuple[str, str, int]],
     variants: Sequence[tuple[str, bytes, Sequence[str]]] = (),
+    *,
+    properties: Sequence[tuple[str, Sequence[str]]] = (),
+    targets: Sequence[tuple[str, int, int, str]] = (),
+    source_roots: Sequence[str] = (),
+    production: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """What a signed result binds besides the report: the workspace tree's digest and each
-    variant (path, sha256 of its source, the properties whose outcomes it has), in request order
-    (an outcome's ``variant`` is the 1-based index into this list)."""
+    """What a signed result binds besides the report: the workspace tree's digest; each variant
+    (path, sha256 of its source, the properties whose outcomes it has), in request order (an
+    outcome's ``variant`` is the 1-based index into this list); each property's argv (an id
+    cannot be made to name another test); the code targets whose execution ``executed`` reports;
+    the judge's source roots and production names."""
     return {
         "schema": BINDING_SCHEMA,
         "workspace_digest": workspace_digest(workspace),
@@ -70,6 +77,10 @@ def run_binding(
             {"path": path, "sha256": hashlib.sha256(source).hexdigest(), "scope": list(scope)}
             for path, source, scope in variants
         ],
+        "properties": [[pid, list(argv)] for pid, argv in properties],
+        "targets": [[path, first, last, name] for path, first, last, name in targets],
+        "source_roots": list(source_roots),
+        "production": list(production),
     }
 
 

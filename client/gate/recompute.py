@@ -48,7 +48,7 @@ from patchgate.ledgers import Receipt, read_record
 from patchgate.pins import PinSet, PropertyPin
 from patchgate.report import verify_result, workspace_digest
 from patchgate.results import RunOutcome
-from patchgate.symbols import wire_name
+from patchgate.symbols import MAX_TARGETS, wire_name
 
 __all__ = ["Recomputed", "SignedRun", "recompute"]
 
@@ -83,6 +83,10 @@ class _Bound:
     judge: str
     workspace: str
     names: Mapping[str, str]  # wire name -> symbol name (``executed``)
+    commands: Mapping[str, tuple[str, ...]]  # property id -> its pinned argv
+    targets: list[list[Any]]  # what a suite run's targets must be (a mutation batch: none)
+    judge_roots: list[str]
+    production: list[str]
 
 
 def recompute(repo: Path, base: str, patch: bytes, ledgers: Path, keyring: Keyring) -> Recomputed:
@@ -196,9 +200,15 @@ class _Recompute:
         files = workspace_files(ws.patched_dir, pins.config.fixture_root)
         tree = workspace_digest((p, e.sha256, e.size) for p, e in hash_files(files).items())
         sites = locate(ws, pins, symbols)
+        judge = self.receipt.judge or "on"
+        mode = steps.judge_mode(judge, ws.patched_dir, pins.config)
+        sent = list(targets_of(sites))[:MAX_TARGETS]
         bound = _Bound(
-            fixture_digest=digest, environment=environment, judge=self.receipt.judge or "on",
-            workspace=tree, names={wire_name(n): n for *_x, n in targets_of(sites)},
+            fixture_digest=digest, environment=environment, judge=judge, workspace=tree,
+            names={wire_name(n): n for *_x, n in sent},
+            commands={p.id: tuple(p.command) for p in pins.properties},
+            targets=[[p, f, la, wire_name(n)] for p, f, la, n in sent],
+            judge_roots=list(mode.source_roots) or ["."], production=list(mode.production),
         )  # fmt: skip
         directory = signed_runs_dir(self.ledgers)
         paths = sorted(directory.glob("*.json")) if directory.is_dir() else []
@@ -316,6 +326,11 @@ def _signed_run(
         wrong.append(f"environment {report.environment[:16]!r}, not {bound.environment[:16]!r}")
     if (report.judge or "off") != bound.judge:
         wrong.append(f"judge {report.judge or 'off'}, not {bound.judge}")
+    try:
+        wrong += _request_problems(binding, bound)
+    except (TypeError, IndexError, KeyError, ValueError) as exc:
+        problems.append(f"unsigned: {name}: malformed binding: {exc!r}")
+        return None
     tree = str(binding.get("workspace_digest", ""))
     if tree != bound.workspace:
         here = bound.workspace[:16]
@@ -339,6 +354,27 @@ def _signed_run(
         problems.append(f"unsigned: {name}: malformed statement: {exc}")
         return None
     return SignedRun(name, outcomes, variants)
+
+
+def _request_problems(binding: Mapping[str, Any], bound: _Bound) -> list[str]:
+    """How the signed request differs from the one this check makes: a property's argv, the code
+    targets, the judge's source roots and production names ("unbound" from an older executor)."""
+    if "properties" not in binding:
+        return ["the request is unbound (an executor older than issue 43)"]
+    wrong = []
+    for item in binding.get("properties", []):
+        pid, argv = str(item[0]), tuple(str(a) for a in item[1])
+        if bound.commands.get(pid) != argv:
+            wrong.append(f"property {pid} ran {list(argv)}, not its pinned command")
+    wanted = [] if binding.get("variants") else bound.targets
+    if binding.get("targets") != wanted:
+        wrong.append("the code targets differ from this patch's changed symbols")
+    if (binding.get("source_roots"), binding.get("production")) != (
+        bound.judge_roots,
+        bound.production,
+    ):
+        wrong.append("the judge's source roots or production names differ")
+    return wrong
 
 
 def _suite_outcomes(

@@ -396,6 +396,10 @@ class Executor:
         binding = run_binding(
             [(w.path, w.digest, w.size) for w in inp.workspace],
             [(v.path, v.source, v.scope or inp.variant_scope) for v in inp.variants],
+            properties=[(p.id, p.command) for p in inp.properties],
+            targets=[(t.path, t.first_line, t.last_line, t.name) for t in inp.targets],
+            source_roots=inp.source_roots,
+            production=inp.production,
         )
         return report, sign_result(report, self._signer, binding)
 

@@ -4,8 +4,9 @@ One real check (signer and executor daemons, real sandboxes, the mutation stage 
 example's ``prorate_refactor.patch``, admitted; then the merge policy's command on its ``--out``
 directory: 0 untouched, and 1 — the reason named — for each tampered copy: the receipt's
 ``admit``, credits or codes edited, a run result's outcome edited (its signature no longer
-holds), a result signed by a key not in the keyring, a result bound to another patch, a missing
-mutation statement, an extra statement. One check serves every case (sandboxed runs are the
+holds), a result signed by a key not in the keyring, a result bound to another patch, a result
+of a request that ran another test under a property's id, a missing mutation statement, an extra
+statement. One check serves every case (sandboxed runs are the
 slow part; the recomputation reaches no daemon).
 """
 
@@ -151,6 +152,18 @@ def test_the_merge_policy_recomputes_the_verdict_and_refuses_every_tampered_set(
     assert "mis-bound:" in text, text
     assert "not this base and patch" in text, text
     assert "receipt patch_sha256" in text, text
+
+    def other_command(out: Path) -> None:
+        """Signed by the real executor key, but for a request whose property id named another
+        test (what a stolen client identity could ask for)."""
+        path = _statements(out, mutation=False)[0]
+        statement = _payload(path)
+        first = statement["predicate"]["binding"]["properties"][0]
+        first[1] = [*first[1][:-1], "tests/test_other.py::test_always_passes"]
+        _resign(path, statement, executor_key.signer)
+
+    code, text = tampered("other-command", other_command)
+    assert (code, "not its pinned command" in text) == (1, True), text
 
     def drop_mutation(out: Path) -> None:
         _statements(out, mutation=True)[0].unlink()
