@@ -22,6 +22,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ from client.verdict.posture import Facts, merge
 from client.verdict.stability import assess_all
 from patchgate.digest import hash_files
 from patchgate.envelope import Envelope, verify_fixture_envelope
-from patchgate.errors import EnvelopeError, FixtureScanError
+from patchgate.errors import EnvelopeError, FixtureScanError, UsageError
 from patchgate.executor_client import workspace_files
 from patchgate.keys import Keyring
 from patchgate.ledgers import Receipt, read_record
@@ -63,6 +64,7 @@ class SignedRun:
     name: str
     outcomes: tuple[RunOutcome, ...]
     variants: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    request_id: str = ""
 
 
 @dataclass(kw_only=True)
@@ -171,11 +173,12 @@ class _Recompute:
         by_id = {p.id: p for p in pins.properties}
         suite = [by_id[pid] for pid in admission.suite]
         runs = self.statements(pins, f["fixture_digest"], signed, changed.symbols)
-        self.score(pins, suite, [p for p in pins.properties if p.id in held], classes, runs)
+        got = self.score(pins, suite, [p for p in pins.properties if p.id in held], classes, runs)
+        f["credits"], f["coverage"] = dict(got.report.credits), got.report.coverage
         f["rejection_codes"] = rejection_codes(
-            symbol_codes=f.pop("_codes"), freeze_problems=oracle.freeze_problems
+            symbol_codes=got.report.codes, freeze_problems=oracle.freeze_problems
         )
-        self.verdict()
+        self.verdict(got, unjudged=self.judge == "off" and not pins.config.allow_judge_off)
 
     def fixture_envelope(self, digest: str) -> str | None:
         """The environment the operator signed with ``digest`` (``executor`` when none), or None
@@ -200,7 +203,7 @@ class _Recompute:
         files = workspace_files(ws.patched_dir, pins.config.fixture_root)
         tree = workspace_digest((p, e.sha256, e.size) for p, e in hash_files(files).items())
         sites = locate(ws, pins, symbols)
-        judge = self.receipt.judge or "on"
+        judge = self.judge
         mode = steps.judge_mode(judge, ws.patched_dir, pins.config)
         sent = list(targets_of(sites))[:MAX_TARGETS]
         bound = _Bound(
@@ -222,6 +225,12 @@ class _Recompute:
         self.out.statements = len(kept)
         return kept
 
+    @property
+    def judge(self) -> str:
+        """How the runs were made, as the receipt says (``on`` for a receipt from before it);
+        every statement must bind the same."""
+        return self.receipt.judge or "on"
+
     def score(
         self,
         pins: PinSet,
@@ -229,9 +238,9 @@ class _Recompute:
         held: list[PropertyPin],
         classes: Mapping[str, str],
         runs: list[SignedRun],
-    ) -> None:
+    ) -> _Scored:
         """Stability, executed, mutation and credit from the signed outcomes."""
-        ws, f, problems = self.ws, self.out.fields, self.out.problems
+        ws, problems = self.ws, self.out.problems
         ids = [p.id for p in suite]
         outcomes = _suite_outcomes([r for r in runs if not r.variants], set(ids), problems)
         io = {p.id for p in suite if p.property_class == "idempotent_io"}
@@ -239,7 +248,7 @@ class _Recompute:
         for pid, st in stab.items():
             if st.status == "incomplete":
                 problems.append(f"missing: {pid} has no signed outcome for every run")
-        symbols = f["changed_symbols"]
+        symbols = self.out.fields["changed_symbols"]
         sites = locate(ws, pins, symbols)
         everyone = [*suite, *held]
         executed = executed_map(sites, symbols, everyone, stab)
@@ -253,8 +262,8 @@ class _Recompute:
 
         report = scored(None)
         record = self.receipt.mutation
-        k = int(record.get("k", 0)) if record.get("enabled") else 0
-        f["_unmutated"] = k <= 0 and not pins.config.allow_unmutated
+        batches = [r for r in runs if r.variants]
+        k = _stage_k(batches, int(record.get("k", 0)) if record.get("enabled") else 0, problems)
         if k > 0:
             by_id = {p.id: p for p in everyone}
             candidates: dict[str, list[str]] = {}
@@ -262,33 +271,30 @@ class _Recompute:
                 if row.credit == 1 and row.property_id in by_id:
                     candidates.setdefault(row.symbol, []).append(row.property_id)
             untrusted = steps.introspection(ws, pins, symbols, everyone)
-            if f.get("judge", self.receipt.judge) == "off":
+            if self.judge == "off":
                 untrusted = {sym: JUDGE_OFF for sym in candidates} | untrusted
             found = _mutation(
                 candidates={s: p for s, p in candidates.items() if not untrusted.get(s)},
-                sites=sites, ws=ws, k=k, seeds=record.get("symbols", {}),
-                runs=[r for r in runs if r.variants], problems=problems,
+                sites=sites, ws=ws, k=k, seeds=record.get("symbols", {}), runs=batches,
+                problems=problems,
             )  # fmt: skip
             found |= {s: MutationResult(untrusted=why) for s, why in untrusted.items()
                       if s in candidates and why}  # fmt: skip
             report = scored({s: found.get(s, MutationResult()) for s in symbols})
-        f["credits"], f["coverage"] = dict(report.credits), report.coverage
-        f["_codes"] = list(report.codes)
-        f["_facts"] = {
-            "suite_passed": all(stab[p].passed_both for p in ids),
-            "property_misses": list(report.misses),
-        }
+        return _Scored(
+            report=report,
+            suite_passed=all(stab[p].passed_both for p in ids),
+            unmutated=k <= 0 and not pins.config.allow_unmutated,
+        )
 
-    def verdict(self) -> None:
+    def verdict(self, got: _Scored, *, unjudged: bool) -> None:
         f = self.out.fields
-        facts = f.pop("_facts")
-        judge = self.receipt.judge or "on"
         verdict = merge(
             Facts(
                 decision=f["decision"], codes=f["rejection_codes"], coverage=f["coverage"],
-                changed_symbols=len(f["changed_symbols"]), suite_passed=facts["suite_passed"],
-                property_misses=facts["property_misses"], unmutated=f.pop("_unmutated"),
-                unjudged=judge == "off",
+                changed_symbols=len(f["changed_symbols"]), suite_passed=got.suite_passed,
+                property_misses=list(got.report.misses), unmutated=got.unmutated,
+                unjudged=unjudged,
             )
         )  # fmt: skip
         f["posture"], f["admit"] = verdict.posture, verdict.admit
@@ -298,11 +304,53 @@ class _Recompute:
             )
 
 
+@dataclass(frozen=True)
+class _Scored:
+    report: CreditReport
+    suite_passed: bool
+    unmutated: bool  # the stage was off and the base does not allow that
+
+
+_BATCH = re.compile(r"-mutation-(\d+)of(\d+)-k(\d+)(?:-rerun\d+)?$")
+
+
+def _stage_k(batches: Sequence[SignedRun], receipt_k: int, problems: list[str]) -> int:
+    """The mutation cap the signed batches name (the receipt's when no batch ran); every batch
+    ``i of N`` must be kept, and the receipt's ``k`` must be the signed one."""
+    places = {}
+    for run in batches:
+        m = _BATCH.search(run.request_id)
+        if m is None:
+            problems.append(
+                f"mis-bound: {run.name}: a mutation batch without its place in the stage"
+            )
+            continue
+        places[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+    if not places:
+        return receipt_k
+    shapes = set(places.values())
+    if len(shapes) != 1:
+        problems.append(f"mis-bound: the mutation batches name different stages: {sorted(shapes)}")
+    total, k = min(shapes)
+    problems.extend(
+        f"missing: mutation batch {n} of {total} has no signed result"
+        for n in range(1, total + 1)
+        if n not in places
+    )
+    if k != receipt_k:
+        problems.append(f"receipt mutation.k: says {receipt_k}, the signed batches ran {k}")
+    return k
+
+
 def _clock(text: str) -> dt.datetime:
+    """The receipt's review clock (freeze citations are judged at it)."""
     try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        clock = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        return dt.datetime.now(dt.UTC)
+        raise UsageError(f"receipt review_clock {text!r} is not an ISO 8601 time") from None
+    if clock.tzinfo is None:
+        raise UsageError(f"receipt review_clock {text!r} has no UTC offset")
+    return clock
 
 
 def _signed_run(
@@ -353,7 +401,7 @@ def _signed_run(
     except (ValueError, KeyError, TypeError) as exc:
         problems.append(f"unsigned: {name}: malformed statement: {exc}")
         return None
-    return SignedRun(name, outcomes, variants)
+    return SignedRun(name, outcomes, variants, report.request_id)
 
 
 def _request_problems(binding: Mapping[str, Any], bound: _Bound) -> list[str]:

@@ -171,6 +171,12 @@ def test_the_merge_policy_recomputes_the_verdict_and_refuses_every_tampered_set(
     code, text = tampered("missing-mutation", drop_mutation)
     assert (code, "missing: no signed outcome of mutant" in text) == (1, True), text
 
+    # a smaller cap in the receipt would let a chosen sample stand for the stage: the signed
+    # batches name the cap they ran
+    mutation = {**run.receipt["mutation"], "k": 1}
+    code, text = tampered("cap", edit_receipt(mutation=mutation))
+    assert (code, "receipt mutation.k" in text) == (1, True), text
+
     def extra(out: Path) -> None:
         first = _statements(out, mutation=False)[0]
         shutil.copy(first, out / "signed_runs" / "0-copy.json")

@@ -3,6 +3,7 @@ named, and only an equal admit with no problem holds."""
 
 from __future__ import annotations
 
+from client.gate.recompute import SignedRun, _stage_k
 from client.verdict.recompute import differences, holds
 
 FIELDS = {
@@ -40,4 +41,23 @@ def test_a_field_the_recomputation_did_not_reach_is_not_compared() -> None:
     reached = {"patch_sha256": FIELDS["patch_sha256"], "admit": False}
     assert differences(FIELDS, reached) == [
         "receipt admit: says True, the signed evidence gives False"
+    ]
+
+
+def _batch(request_id: str) -> SignedRun:
+    return SignedRun(f"{request_id}.json", (), (("m.py", "ab" * 32, ("p",)),), request_id)
+
+
+def test_every_mutation_batch_of_the_stage_must_be_kept_and_name_the_receipts_cap() -> None:
+    problems: list[str] = []
+    assert _stage_k([_batch("d-mutation-1of2-k16")], 16, problems) == 16
+    assert problems == ["missing: mutation batch 2 of 2 has no signed result"]
+    problems = []
+    both = [_batch("d-mutation-1of2-k16"), _batch("d-mutation-2of2-k16-rerun1")]
+    assert _stage_k(both, 4, problems) == 16
+    assert problems == ["receipt mutation.k: says 4, the signed batches ran 16"]
+    problems = []
+    assert _stage_k([_batch("d-mutation-1")], 16, problems) == 16
+    assert problems == [
+        "mis-bound: d-mutation-1.json: a mutation batch without its place in the stage"
     ]

@@ -386,6 +386,9 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
         ))  # fmt: skip
     total_variants = sum(len(b.variants) for b in batches)
     total_mutants = sum(_mutants_in(b) for b in batches)
+    # the signed request id names the batch, the batches and the cap, so a merge policy finds a
+    # batch missing from the kept statements (client.gate.recompute)
+    stage_id = f"{expected_digest[:12]}-mutation-{{n}}of{len(batches)}-k{k}"
     lock = threading.Condition()
     pending = [len(batches)]
     cancelled = [False]
@@ -419,7 +422,7 @@ def run_mutants(  # noqa: PLR0915 - the stage's inputs; one function keeps its s
             return client.execute(
                 fixture_envelope=envelope, workspace=patched, fixture_root=fixture_root,
                 properties=list(b.props), runs=1,
-                request_id=f"{expected_digest[:12]}-mutation-{b.n}{suffix}",
+                request_id=stage_id.format(n=b.n) + suffix,
                 targets=(), isolation="run",
                 variants=[(v.path, v.source, v.covering) for v in b.variants],
                 variant_bound_ms=b.bound_ms, variant_scope=b.covering,
