@@ -264,6 +264,58 @@ def test_the_github_actions_workflow_runs_from_the_base_and_the_merge_policy_rec
     assert receipt["admit"] is True  # an honest change: the policy's exit 0 path ran
 
 
+def _gitlab_job(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """A job with what it ``extends`` merged in (one level, as the recipe uses it)."""
+    job = dict(config[name])
+    base = config.get(str(job.pop("extends", "")), {})
+    merged = {**base, **job}
+    merged["variables"] = {**base.get("variables", {}), **job.get("variables", {})}
+    return merged
+
+
+def test_the_gitlab_jobs_scripts_run_in_bash_as_the_shell_executor_runs_them(
+    pull_request: PullRequest, operator: Operator
+) -> None:
+    """Without gitlab-ci-local (the test below): each job's before_script and script in one bash
+    (``-eo pipefail``, as the shell executor), its after_script in another, the job's variables
+    expanded from the CI's, in the merge request's checkout — and the merge policy's job after the
+    check's, on its artifacts."""
+    pr = pull_request
+    config: dict[str, Any] = yaml.safe_load((EXAMPLES / "gitlab-ci.yml").read_text())
+    ci = {
+        "CI_PIPELINE_SOURCE": "merge_request_event", "CI_MERGE_REQUEST_DIFF_BASE_SHA": pr.base,
+        "CI_MERGE_REQUEST_IID": "7", "CI_COMMIT_SHA": pr.head, "PATCHGATE_SOURCE": str(ROOT),
+        "PATCHGATE_SIGNER": operator.signer, "PATCHGATE_EXECUTOR": operator.executor,
+        "PATCHGATE_TLS_CA": str(operator.ca), "PATCHGATE_TLS_CERT": str(operator.cert),
+        "PATCHGATE_TLS_KEY": str(operator.key),
+    }  # fmt: skip
+    assert git(pr.repo, "rev-parse", "HEAD").strip() == pr.head  # the runner's checkout
+    codes: dict[str, int] = {}
+    for n, name in enumerate(("patchgate-check", "patchgate-merge-policy"), start=1):
+        job = _gitlab_job(config, name)
+        env = _env(ci | {"CI_JOB_ID": str(n)}, pr)
+        env |= {k: os.path.expandvars(str(v)) if not str(v).startswith("$") else
+                env.get(str(v)[1:], "") for k, v in job["variables"].items()}  # fmt: skip
+        # the venv the before_script makes: this test's patchgate stands in (no index here)
+        venv = Path(env["TMPDIR"]) / f"patchgate-{n}" / "venv"
+        venv.parent.mkdir(parents=True)
+        venv.symlink_to(Path(BIN).parent)
+        lines = [x for x in job["before_script"] if "pip install" not in x and "-m venv" not in x]
+        done = _bash("\n".join([*lines, *job["script"]]), pr.repo, env)
+        codes[name] = done.returncode
+        after = _bash("\n".join(job.get("after_script", [])), pr.repo, env)
+        assert after.returncode == 0, after.stderr
+        assert done.returncode in (0, 1), f"{name}: {done.stdout}\n{done.stderr}"
+    receipt = json.loads((pr.repo / "patchgate-report" / "check" / "receipt.json").read_text())
+    assert receipt["admit"] is True  # an honest change
+    assert codes == {"patchgate-check": 0, "patchgate-merge-policy": 0}
+    assert list((pr.repo / "patchgate-report" / "check" / "signed_runs").glob("*.json"))
+    assert (pr.repo / "patchgate-logs" / "self-test.txt").read_text().startswith("SELF-TEST PASSED")
+    assert not list(Path(pr.temp).glob("patchgate-[0-9]"))  # after_script removed the job's files
+    calls = [json.loads(x) for x in operator.audit.read_text().splitlines()]
+    assert {c["role"] for c in calls} == {"client"}
+
+
 @pytest.fixture(scope="module")
 def gitlab_ci_local() -> str:
     """gitlab-ci-local (pinned) and rsync, installed by the project's own scripts/ci-tools.sh
