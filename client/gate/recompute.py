@@ -18,22 +18,27 @@ reported twice) or missing (a suite run or a sampled mutant with no signed outco
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from client.analysis.mutation.mutants import MutantSet, changed_lines, make_mutants
 from client.gate import steps
 from client.gate.attributes import patch_git_metadata
 from client.gate.runs.kept import signed_runs_dir
-from client.gate.runs.mutation import JUDGE_OFF, classify, executed_map
-from client.gate.runs.targets import SymbolSite, locate, targets_of
+from client.gate.runs.mutation import JUDGE_OFF, executed_map
+from client.gate.runs.signed import (
+    Bound,
+    SignedRun,
+    mutation_results,
+    signed_run,
+    stage_k,
+    suite_outcomes,
+)
+from client.gate.runs.targets import locate, targets_of
 from client.gate.workspace import Workspace, base_pins, materialize
 from client.verdict.admission import decide
 from client.verdict.credit import CreditReport, MutationResult, rejection_codes, score
@@ -47,24 +52,12 @@ from patchgate.executor_client import workspace_files
 from patchgate.keys import Keyring
 from patchgate.ledgers import Receipt, read_record
 from patchgate.pins import PinSet, PropertyPin
-from patchgate.report import verify_result, workspace_digest
-from patchgate.results import RunOutcome
+from patchgate.report import workspace_digest
 from patchgate.symbols import MAX_TARGETS, wire_name
 
-__all__ = ["Recomputed", "SignedRun", "recompute"]
+__all__ = ["Recomputed", "recompute"]
 
 RUNS = 2  # the suite runs twice (DESIGN §6 step 7)
-
-
-@dataclass(frozen=True)
-class SignedRun:
-    """One verified, bound run result: its file, its outcomes (symbol names restored), its
-    variants as signed (path, source sha256, scope)."""
-
-    name: str
-    outcomes: tuple[RunOutcome, ...]
-    variants: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-    request_id: str = ""
 
 
 @dataclass(kw_only=True)
@@ -74,21 +67,6 @@ class Recomputed:
     fields: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     statements: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Bound:
-    """What every kept statement must bind."""
-
-    fixture_digest: str
-    environment: str
-    judge: str
-    workspace: str
-    names: Mapping[str, str]  # wire name -> symbol name (``executed``)
-    commands: Mapping[str, tuple[str, ...]]  # property id -> its pinned argv
-    targets: list[list[Any]]  # what a suite run's targets must be (a mutation batch: none)
-    judge_roots: list[str]
-    production: list[str]
 
 
 def recompute(repo: Path, base: str, patch: bytes, ledgers: Path, keyring: Keyring) -> Recomputed:
@@ -206,7 +184,7 @@ class _Recompute:
         judge = self.judge
         mode = steps.judge_mode(judge, ws.patched_dir, pins.config)
         sent = list(targets_of(sites))[:MAX_TARGETS]
-        bound = _Bound(
+        bound = Bound(
             fixture_digest=digest, environment=environment, judge=judge, workspace=tree,
             names={wire_name(n): n for *_x, n in sent},
             commands={p.id: tuple(p.command) for p in pins.properties},
@@ -219,7 +197,7 @@ class _Recompute:
             self.out.problems.append(f"missing: no signed run result in {directory}")
         kept: list[SignedRun] = []
         for path in paths:
-            run = _signed_run(path, self.keyring, bound, self.out.problems)
+            run = signed_run(path, self.keyring, bound, self.out.problems)
             if run is not None:
                 kept.append(run)
         self.out.statements = len(kept)
@@ -242,7 +220,7 @@ class _Recompute:
         """Stability, executed, mutation and credit from the signed outcomes."""
         ws, problems = self.ws, self.out.problems
         ids = [p.id for p in suite]
-        outcomes = _suite_outcomes([r for r in runs if not r.variants], set(ids), problems)
+        outcomes = suite_outcomes([r for r in runs if not r.variants], set(ids), problems)
         io = {p.id for p in suite if p.property_class == "idempotent_io"}
         stab = assess_all(ids, outcomes, RUNS, same_tree=io)
         for pid, st in stab.items():
@@ -263,7 +241,7 @@ class _Recompute:
         report = scored(None)
         record = self.receipt.mutation
         batches = [r for r in runs if r.variants]
-        k = _stage_k(batches, int(record.get("k", 0)) if record.get("enabled") else 0, problems)
+        k = stage_k(batches, int(record.get("k", 0)) if record.get("enabled") else 0, problems)
         if k > 0:
             by_id = {p.id: p for p in everyone}
             candidates: dict[str, list[str]] = {}
@@ -273,7 +251,7 @@ class _Recompute:
             untrusted = steps.introspection(ws, pins, symbols, everyone)
             if self.judge == "off":
                 untrusted = {sym: JUDGE_OFF for sym in candidates} | untrusted
-            found = _mutation(
+            found = mutation_results(
                 candidates={s: p for s, p in candidates.items() if not untrusted.get(s)},
                 sites=sites, ws=ws, k=k, seeds=record.get("symbols", {}), runs=batches,
                 problems=problems,
@@ -311,37 +289,6 @@ class _Scored:
     unmutated: bool  # the stage was off and the base does not allow that
 
 
-_BATCH = re.compile(r"-mutation-(\d+)of(\d+)-k(\d+)(?:-rerun\d+)?$")
-
-
-def _stage_k(batches: Sequence[SignedRun], receipt_k: int, problems: list[str]) -> int:
-    """The mutation cap the signed batches name (the receipt's when no batch ran); every batch
-    ``i of N`` must be kept, and the receipt's ``k`` must be the signed one."""
-    places = {}
-    for run in batches:
-        m = _BATCH.search(run.request_id)
-        if m is None:
-            problems.append(
-                f"mis-bound: {run.name}: a mutation batch without its place in the stage"
-            )
-            continue
-        places[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
-    if not places:
-        return receipt_k
-    shapes = set(places.values())
-    if len(shapes) != 1:
-        problems.append(f"mis-bound: the mutation batches name different stages: {sorted(shapes)}")
-    total, k = min(shapes)
-    problems.extend(
-        f"missing: mutation batch {n} of {total} has no signed result"
-        for n in range(1, total + 1)
-        if n not in places
-    )
-    if k != receipt_k:
-        problems.append(f"receipt mutation.k: says {receipt_k}, the signed batches ran {k}")
-    return k
-
-
 def _clock(text: str) -> dt.datetime:
     """The receipt's review clock (freeze citations are judged at it)."""
     try:
@@ -351,209 +298,3 @@ def _clock(text: str) -> dt.datetime:
     if clock.tzinfo is None:
         raise UsageError(f"receipt review_clock {text!r} has no UTC offset")
     return clock
-
-
-def _signed_run(
-    path: Path, keyring: Keyring, bound: _Bound, problems: list[str]
-) -> SignedRun | None:
-    """The statement of ``path`` when it verifies by an executor key and binds ``bound``."""
-    name = path.name
-    try:
-        env = Envelope.from_json(json.loads(path.read_text(encoding="utf-8")))
-        verified = verify_result(env, keyring)
-    except (OSError, ValueError, EnvelopeError) as exc:
-        problems.append(f"unsigned: {name}: {exc}")
-        return None
-    report, binding = verified.report, verified.binding
-    wrong = []
-    if verified.subject_digest != bound.fixture_digest:
-        wrong.append(
-            f"fixture digest {verified.subject_digest[:16]}, not {bound.fixture_digest[:16]}"
-        )
-    if report.environment != bound.environment:
-        wrong.append(f"environment {report.environment[:16]!r}, not {bound.environment[:16]!r}")
-    if (report.judge or "off") != bound.judge:
-        wrong.append(f"judge {report.judge or 'off'}, not {bound.judge}")
-    try:
-        wrong += _request_problems(binding, bound)
-    except (TypeError, IndexError, KeyError, ValueError) as exc:
-        problems.append(f"unsigned: {name}: malformed binding: {exc!r}")
-        return None
-    tree = str(binding.get("workspace_digest", ""))
-    if tree != bound.workspace:
-        here = bound.workspace[:16]
-        wrong.append(f"ran on tree {tree[:16] or '(unbound)'}, not this base and patch ({here})")
-    if wrong:
-        problems.append(f"mis-bound: {name}: {'; '.join(wrong)}")
-        return None
-    try:
-        outcomes = tuple(
-            dataclasses.replace(
-                RunOutcome.from_proto(o),
-                executed=tuple(sorted({bound.names[e] for e in o.executed if e in bound.names})),
-            )
-            for o in report.outcomes
-        )
-        variants = tuple(
-            (str(v["path"]), str(v["sha256"]), tuple(str(s) for s in v.get("scope", ())))
-            for v in binding.get("variants", ())
-        )
-    except (ValueError, KeyError, TypeError) as exc:
-        problems.append(f"unsigned: {name}: malformed statement: {exc}")
-        return None
-    return SignedRun(name, outcomes, variants, report.request_id)
-
-
-def _request_problems(binding: Mapping[str, Any], bound: _Bound) -> list[str]:
-    """How the signed request differs from the one this check makes: a property's argv, the code
-    targets, the judge's source roots and production names ("unbound" from an older executor)."""
-    if "properties" not in binding:
-        return ["the request is unbound (an executor older than issue 43)"]
-    wrong = []
-    for item in binding.get("properties", []):
-        pid, argv = str(item[0]), tuple(str(a) for a in item[1])
-        if bound.commands.get(pid) != argv:
-            wrong.append(f"property {pid} ran {list(argv)}, not its pinned command")
-    wanted = [] if binding.get("variants") else bound.targets
-    if binding.get("targets") != wanted:
-        wrong.append("the code targets differ from this patch's changed symbols")
-    if (binding.get("source_roots"), binding.get("production")) != (
-        bound.judge_roots,
-        bound.production,
-    ):
-        wrong.append("the judge's source roots or production names differ")
-    return wrong
-
-
-def _suite_outcomes(
-    runs: Sequence[SignedRun], suite: set[str], problems: list[str]
-) -> list[RunOutcome]:
-    """The suite's outcomes; a property outside the suite or a run reported twice is extra."""
-    seen: dict[tuple[str, int], str] = {}
-    kept: list[RunOutcome] = []
-    for run in runs:
-        for o in run.outcomes:
-            key = (o.property_id, o.run_index)
-            if o.property_id not in suite:
-                problems.append(f"extra: {run.name}: {o.property_id} is not in the admitted suite")
-            elif key in seen:
-                problems.append(
-                    f"extra: {run.name}: {o.property_id} run {o.run_index} also in {seen[key]}"
-                )
-            else:
-                seen[key] = run.name
-                kept.append(o)
-    return kept
-
-
-@dataclass
-class _Tally:
-    made: MutantSet
-    path: str
-    control: str  # sha256 of the patched file: what a control variant serves
-    labels: dict[str, str]  # source sha256 -> label
-    seen: set[str] = field(default_factory=set)
-    buckets: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    controls: dict[str, int] = field(default_factory=dict)
-    controls_failed: dict[str, list[str]] = field(default_factory=dict)
-
-    def put(self, kind: str, pid: str, label: str) -> None:
-        self.buckets.setdefault(kind, {}).setdefault(pid, []).append(label)
-
-
-def _expected(site: SymbolSite, ws: Workspace, k: int, seed: int | None) -> _Tally | None:
-    """The symbol's mutant sample as the check drew it (``seed``: the receipt's, when capped)."""
-    try:
-        source = (ws.patched_dir / site.path).read_bytes()
-        old_path = ws.base_dir / site.path
-        old = old_path.read_bytes() if old_path.is_file() else None
-    except OSError:
-        return None
-    made = make_mutants(
-        source, site.qualname, changed_lines=changed_lines(old, source), cap=k, seed=seed
-    )
-    labels = {hashlib.sha256(m.source).hexdigest(): m.label for m in made.mutants}
-    return _Tally(made, site.path, hashlib.sha256(source).hexdigest(), labels)
-
-
-def _mutation(
-    *,
-    candidates: Mapping[str, Sequence[str]],
-    sites: Mapping[str, SymbolSite],
-    ws: Workspace,
-    k: int,
-    seeds: Mapping[str, Any],
-    runs: Sequence[SignedRun],
-    problems: list[str],
-) -> dict[str, MutationResult]:
-    """Each candidate symbol's mutation result from the signed variant runs."""
-    tallies: dict[str, _Tally] = {}
-    results: dict[str, MutationResult] = {}
-    for symbol in sorted(candidates):
-        site = sites.get(symbol)
-        info = seeds.get(symbol, {}) if isinstance(seeds.get(symbol), dict) else {}
-        seed = info.get("seed")
-        tally = (
-            None
-            if site is None
-            else _expected(site, ws, k, seed if isinstance(seed, int) else None)
-        )
-        if tally is None or not tally.made.mutants:
-            why = tally.made.problem if tally else "its source is not in the patched tree"
-            results[symbol] = MutationResult(problem=why or "no mutant compiled")
-            continue
-        tallies[symbol] = tally
-    owner = {sha: sym for sym, t in tallies.items() for sha in t.labels}
-    for run in runs:
-        in_batch = {owner[sha] for _p, sha, _s in run.variants if sha in owner}
-        for i, (path, sha, scope) in enumerate(run.variants, start=1):
-            outs = {
-                o.property_id: o for o in run.outcomes if o.variant == i and o.property_id in scope
-            }
-            if sha in owner:
-                _mutant_outcomes(tallies[owner[sha]], sha, outs, candidates[owner[sha]])
-                continue
-            controlled = [
-                s
-                for s in sorted(in_batch)
-                if (tallies[s].path, tallies[s].control, tuple(candidates[s])) == (path, sha, scope)
-            ]
-            if not controlled:
-                problems.append(
-                    f"extra: {run.name}: variant {i} ({path}) is neither a sampled mutant of a "
-                    "changed symbol nor its control"
-                )
-            for symbol in controlled:
-                t = tallies[symbol]
-                for pid, o in outs.items():
-                    t.controls[pid] = t.controls.get(pid, 0) + 1
-                    if o.outcome != "pass":
-                        t.controls_failed.setdefault(pid, []).append(o.outcome)
-    for symbol, t in tallies.items():
-        missing = [label for sha, label in t.labels.items() if sha not in t.seen]
-        problems.extend(f"missing: no signed outcome of mutant '{m}' of {symbol}" for m in missing)
-        frozen = {kind: {p: tuple(v) for p, v in by.items()} for kind, by in t.buckets.items()}
-        results[symbol] = MutationResult(
-            made=len(t.made.mutants), sites=t.made.sites, candidates=t.made.candidates,
-            skipped=t.made.skipped, not_run=len(missing), seed=t.made.seed,
-            killed=frozen.get("killed", {}), survived=frozen.get("survived", {}),
-            crashed=frozen.get("crashed", {}), hung=frozen.get("hung", {}),
-            controls=dict(t.controls),
-            controls_failed={p: tuple(v) for p, v in t.controls_failed.items()},
-        )  # fmt: skip
-    return results
-
-
-def _mutant_outcomes(
-    t: _Tally, sha: str, outs: Mapping[str, RunOutcome], covering: Sequence[str]
-) -> None:
-    label = t.labels[sha]
-    if sha in t.seen:
-        return  # a batch re-run after a transport failure: its first outcomes count
-    mine = {pid: outs[pid] for pid in covering if pid in outs}
-    if not mine:
-        return
-    t.seen.add(sha)
-    for pid, o in mine.items():
-        kind = classify(o)
-        t.put(kind, pid, label if kind in ("killed", "survived") else f"{label}: {o.outcome}")

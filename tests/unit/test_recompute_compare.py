@@ -3,7 +3,7 @@ named, and only an equal admit with no problem holds."""
 
 from __future__ import annotations
 
-from client.gate.recompute import SignedRun, _stage_k
+from client.gate.runs.signed import SignedRun, stage_k
 from client.verdict.recompute import differences, holds
 
 FIELDS = {
@@ -50,14 +50,14 @@ def _batch(request_id: str) -> SignedRun:
 
 def test_every_mutation_batch_of_the_stage_must_be_kept_and_name_the_receipts_cap() -> None:
     problems: list[str] = []
-    assert _stage_k([_batch("d-mutation-1of2-k16")], 16, problems) == 16
+    assert stage_k([_batch("d-mutation-1of2-k16")], 16, problems) == 16
     assert problems == ["missing: mutation batch 2 of 2 has no signed result"]
     problems = []
     both = [_batch("d-mutation-1of2-k16"), _batch("d-mutation-2of2-k16-rerun1")]
-    assert _stage_k(both, 4, problems) == 16
+    assert stage_k(both, 4, problems) == 16
     assert problems == ["receipt mutation.k: says 4, the signed batches ran 16"]
     problems = []
-    assert _stage_k([_batch("d-mutation-1")], 16, problems) == 16
+    assert stage_k([_batch("d-mutation-1")], 16, problems) == 16
     assert problems == [
         "mis-bound: d-mutation-1.json: a mutation batch without its place in the stage"
     ]
