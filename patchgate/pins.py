@@ -119,6 +119,9 @@ class ProjectConfig:
     #: The mutation score (killed / (killed + survived) over the symbol's changed-line mutants)
     #: a covering property needs beside one kill to credit a symbol: a number in (0, 1].
     min_mutation_score: float = 0.5
+    #: The CI files that run the gate (workflows, pipeline definitions, a directory with a
+    #: trailing ``/``): pins like the gate's configuration, so a patch editing one is ``R8``.
+    ci_files: tuple[str, ...] = ()
 
     def roots(self, *, has_src: bool) -> tuple[str, ...]:
         """The source roots in effect (``has_src``: the base tree has a ``src/`` directory)."""
@@ -164,6 +167,7 @@ def load_config(source: PinSource) -> ProjectConfig:
         "environment",
         "allow_judge_off",
         "min_mutation_score",
+        "ci_files",
     }
     for key in table:
         if key not in known:
@@ -195,6 +199,9 @@ def load_config(source: PinSource) -> ProjectConfig:
     if "min_mutation_score" in table:
         with problems.check():
             kwargs["min_mutation_score"] = _score(table["min_mutation_score"], where)
+    if "ci_files" in table:
+        with problems.check():
+            kwargs["ci_files"] = _ci_files(table["ci_files"], where)
     problems.raise_any()
     return ProjectConfig(**kwargs)
 
@@ -205,6 +212,19 @@ def _score(val: object, where: str) -> float:
     if isinstance(val, bool) or not isinstance(val, int | float) or not 0 < val <= 1:
         raise PinError(where, "tool.patchgate.min_mutation_score", "expected a number in (0, 1]")
     return float(val)
+
+
+def _ci_files(val: object, where: str) -> tuple[str, ...]:
+    """``ci_files``: safe relative paths of files, or of directories written with a trailing
+    ``/`` (the slash is kept: it says "everything under")."""
+    fieldname = "tool.patchgate.ci_files"
+    if not isinstance(val, list) or not all(isinstance(v, str) and v for v in val):
+        raise PinError(where, fieldname, "expected a list of paths")
+    out = []
+    for v in val:
+        path = _safe_path(v, where, fieldname)
+        out.append(path + "/" if str(v).endswith("/") else path)
+    return tuple(dict.fromkeys(out))
 
 
 def _paths(val: object, where: str, fieldname: str) -> tuple[str, ...]:

@@ -1,5 +1,8 @@
 """``patchgate verify-receipt``: is a receipt still true of the repository?
 
+(``--recompute``: re-derive the verdict from the signed evidence instead; see
+:mod:`client.commands.verify_recompute`.)
+
 Recomputes, from the tree of ``--rev`` (default HEAD): each property's predicate hash (sha256 of its
 test function's source) and the live fixture digest under the pins of that revision; verifies the
 ``fixture_envelope.json`` next to the receipt against the operator keyring and checks that it signs
@@ -34,6 +37,7 @@ from typing import Any
 from client.analysis.classify.assertions import classify_property
 from client.commands._util import add_repo_option
 from client.commands.check import check_defaults
+from client.commands.verify_recompute import run_recompute
 from client.gate.steps import measure
 from client.gate.workspace import base_pins, tree_at
 from client.verdict.codes import unreachable_words
@@ -79,7 +83,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("receipt", type=Path, metavar="RECEIPT", help="receipt.json of a check")
+    p.add_argument(
+        "receipt", type=Path, metavar="RECEIPT",
+        help="receipt.json of a check (or, with --recompute, its --out directory)",
+    )  # fmt: skip
     add_repo_option(p, "target git repository")
     p.add_argument("--rev", default="HEAD", metavar="REV", help="revision to check (default HEAD)")
     p.add_argument("--operator-keyring", type=Path, metavar="FILE", help="operator public keyring")
@@ -87,6 +94,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     for part in ("ca", "cert", "key"):
         p.add_argument(f"--signer-tls-{part}", type=Path, metavar="FILE", help=f"mTLS {part}")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument(
+        "--recompute", action="store_true",
+        help="re-derive the verdict from the signed run results beside the receipt (needs "
+        "--base, --patch, --operator-keyring with the executor keys; exit 0 only for an equal "
+        "admit)",
+    )  # fmt: skip
+    p.add_argument("--base", metavar="REV", help="with --recompute: the check's base revision")
+    p.add_argument("--patch", type=Path, metavar="FILE", help="with --recompute: the patch")
     p.set_defaults(func=run)
 
 
@@ -184,6 +199,8 @@ def _judge_of(path: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the receipt still holds, 1 when stale, 3 when it cannot be verified."""
+    if args.recompute:
+        return run_recompute(args)
     try:
         keyring, source = _keyring(args, check_defaults())
     except TransportError as exc:

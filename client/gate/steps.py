@@ -29,6 +29,7 @@ from client.gate.runs.execution import LaneResult, LaneTerms, run_lane
 from client.gate.runs.judging import JudgeMode, production_names
 from client.gate.runs.suite import SignedSuite
 from client.gate.runs.targets import targeted_connect
+from client.gate.runs.kept import signed_runs_dir
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
 from client.verdict.admission import covering
@@ -439,11 +440,17 @@ def signed_suite(  # noqa: PLR0917 - the signature step's result and where the s
 
 
 def execute(
-    s: CheckSettings, signed: SignedSuite, lane: str, suite: Sequence[PropertyPin], say: Say
+    s: CheckSettings,
+    signed: SignedSuite,
+    lane: str,
+    suite: Sequence[PropertyPin],
+    say: Say,
+    keep: bool = True,
 ) -> LaneResult:
     """Run the suite on one lane (see client.gate.runs.execution): ``local`` on the check's
     executors, ``remote`` on its remote executor; every Execute sends the signed suite's targets,
-    the changed symbols' code (client.gate.runs.targets), and its judge mode."""
+    the changed symbols' code (client.gate.runs.targets), and its judge mode. ``keep``: the local
+    lane's signed results go to ``signed_runs/`` of ``s.out`` (client.gate.runs.kept)."""
     addresses = signed.lane_addresses(lane)
     tls = s.remote_tls if lane == "remote" else s.executor_tls
     say(f"{lane} lane: {len(suite)} properties x {s.runs} runs on {len(addresses)} executor(s)")
@@ -454,7 +461,15 @@ def execute(
         concurrency=s.executor_concurrency,
         isolation=s.isolation,
         costs=durations.load(memory, suite) if s.isolation == "run" else {},
-        connect=targeted_connect(lane, tls, signed.executor_keyring, signed.targets, signed.judge),
+        connect=targeted_connect(
+            lane,
+            tls,
+            signed.executor_keyring,
+            signed.targets,
+            signed.judge,
+            # the local lane's signed results are kept beside the receipt (signed_runs/)
+            keep=signed_runs_dir(s.out) if keep and lane == "local" else None,
+        ),
     )
     result = run_lane(signed, lane, addresses, suite, terms, progress=say)
     durations.save(memory, suite, result.outcomes)  # spreads the next check; decides nothing

@@ -50,7 +50,7 @@ from patchgate.batching import Group, group_properties
 from patchgate.envelope import Envelope
 from patchgate.keys import Keyring, Signer
 from patchgate.ledgers import now_utc
-from patchgate.report import sign_result
+from patchgate.report import run_binding, sign_result
 from patchgate.results import RunOutcome, TransportRecord
 from patchgate.v1 import executor_pb2
 
@@ -237,7 +237,15 @@ class Executor:
                 )
             ],
         )
-        return report, sign_result(report, self._signer)
+        binding = run_binding(
+            [(w.path, w.digest, w.size) for w in inp.workspace],
+            [(v.path, v.source, v.scope or inp.variant_scope) for v in inp.variants],
+            properties=[(p.id, p.command) for p in inp.properties],
+            targets=[(t.path, t.first_line, t.last_line, t.name) for t in inp.targets],
+            source_roots=inp.source_roots,
+            production=inp.production,
+        )
+        return report, sign_result(report, self._signer, binding)
 
     def _python_mounts(self, prepared: Prepared) -> tuple[Mount, ...]:
         """The executor's Python (no environment signed), or the base one and the environment."""

@@ -27,7 +27,13 @@ from patchgate.envelope import (
 )
 from patchgate.errors import VerificationError
 from patchgate.keys import Keyring, Signer
-from patchgate.report import sign_result, verify_result
+from patchgate.report import (
+    BINDING_SCHEMA,
+    run_binding,
+    sign_result,
+    verify_result,
+    workspace_digest,
+)
 from patchgate.v1 import executor_pb2
 
 CMD = ("python", "-m", "pytest", "-q")
@@ -359,6 +365,29 @@ def test_result_is_signed_with_the_test_result_predicate(tmp_path: Path) -> None
     assert verified.report == report
     assert verified.subject_digest == rig.manifest.digest()
     assert report.executor_keyid == EXECUTOR_KEY.keyid
+
+
+def test_the_signed_result_binds_the_workspace_tree_it_ran_on(tmp_path: Path) -> None:
+    """Issue 43: the statement binds the digest of the workspace the runs mounted (base tree and
+    patch both), recomputable by a verifier from the files alone; another tree, another digest."""
+    rig = _rig(tmp_path)
+    prepared = rig.executor.prepare(_input(rig))
+    _report, env = rig.executor.run(prepared, lambda _p: None, threading.Event())
+    verified = verify_result(env, Keyring([EXECUTOR_KEY.keyring_entry()]))
+    tree = [(p, hashlib.sha256(b).hexdigest(), len(b)) for p, b in FILES.items()]
+    assert verified.binding["schema"] == BINDING_SCHEMA
+    assert verified.binding["workspace_digest"] == workspace_digest(tree)
+    assert verified.binding["variants"] == []
+    other = [(p, hashlib.sha256(b + b"#").hexdigest(), len(b) + 1) for p, b in FILES.items()]
+    assert workspace_digest(other) != workspace_digest(tree)
+
+
+def test_a_variant_is_bound_by_its_source_digest_and_scope() -> None:
+    binding = run_binding([], [("billing/x.py", b"x = 2\n", ["p.ok"])])
+    assert binding["variants"] == [
+        {"path": "billing/x.py", "sha256": hashlib.sha256(b"x = 2\n").hexdigest(),
+         "scope": ["p.ok"]}
+    ]  # fmt: skip
 
 
 def test_result_envelope_is_never_a_fixture_envelope(tmp_path: Path) -> None:

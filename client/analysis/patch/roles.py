@@ -110,6 +110,8 @@ class Layout:
     exclude: tuple[str, ...] = ()
     #: Pins outside the pins directory: the environment's lock file (a patch editing it is R8).
     pin_files: frozenset[str] = frozenset()
+    #: The CI files the base's ``ci_files`` names (a directory ends with ``/``): pins too (R8).
+    ci_files: tuple[str, ...] = ()
     test_files: tuple[str, ...] = _TEST_FILES
     property_files: frozenset[str] = frozenset()
     plugins: frozenset[str] = frozenset()
@@ -123,6 +125,8 @@ class Layout:
         if _COMPILED.search(name) or "__pycache__" in parts[:-1] or name == "__pycache__":
             return "compiled"
         if name == "patchgate.toml" or _under(path, self.pins_dir) or path in self.pin_files:
+            return "pin"
+        if any(_under(path, ci) for ci in self.ci_files if ci.strip("/")):
             return "pin"
         if any(_under(path, o) for o in self.oracle_paths if o.strip("/")):
             return "oracle"
@@ -334,6 +338,7 @@ def layout_of(base: Path, pins: PinSet) -> Layout:
         pins_dir=config.pins_dir,
         exclude=config.exclude,
         pin_files=frozenset([config.environment.requirements] if config.environment else []),
+        ci_files=config.ci_files,
         test_files=tuple(dict.fromkeys(test_files)),
         property_files=frozenset(files),
         plugins=frozenset(plugins),

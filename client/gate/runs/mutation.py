@@ -28,6 +28,7 @@ from client.gate.runs.execution import (
     drive,
     signed_terms,
 )
+from client.gate.runs.kept import signed_runs_dir
 from client.gate.runs.suite import SignedSuite
 from client.gate.runs.targets import SymbolSite, TargetedClient, executed_by
 from client.gate.settings import CheckSettings
@@ -310,6 +311,9 @@ class _Stage:
     found: dict[str, _Found]
     total_mutants: int
     say: Callable[[str], None]
+    # the signed request id names the batch, the batches and the cap, so a merge policy finds a
+    # batch missing from the kept statements (client.gate.recompute)
+    stage_id: str = "mutation-{n}"
     lock: threading.Lock = field(default_factory=threading.Lock)
     done: int = 0
 
@@ -319,7 +323,7 @@ class _Stage:
         request = self.signed.request(
             b.props,
             runs=1,
-            request_id=f"{self.signed.request_prefix}-mutation-{b.n}{suffix}",
+            request_id=f"{self.signed.request_prefix}-{self.stage_id.format(n=b.n)}{suffix}",
             isolation="run",
             variants=[Variant(v.path, v.source, v.covering) for v in b.variants],
             variant_bound_ms=b.bound_ms,
@@ -483,7 +487,13 @@ def run_mutants(
             per_symbol[p.symbol]["batches"] = parts[p.symbol]
     total_variants = sum(len(b.variants) for b in batches)
     total_mutants = sum(_mutants_in(b) for b in batches)
-    stage = _Stage(signed=signed, found=found, total_mutants=total_mutants, say=say)
+    stage = _Stage(
+        signed=signed,
+        found=found,
+        total_mutants=total_mutants,
+        say=say,
+        stage_id=f"mutation-{{n}}of{len(batches)}-k{plan.k}",
+    )
     if batches and addrs:
         clients = {a: connect(a) for a in addrs}
 
@@ -588,7 +598,7 @@ def mutation_stage(
         inner = ExecutorClient(
             address, tls=s.executor_tls, lane="local", executor_keyring=signed.executor_keyring
         )
-        return TargetedClient(inner, (), signed.judge)
+        return TargetedClient(inner, (), signed.judge, keep=signed_runs_dir(s.out))
 
     def mutate(
         candidates: Mapping[str, Sequence[PropertyPin]],

@@ -14,10 +14,12 @@ import ast
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from client.analysis.patch.roles import layout_of
 from client.analysis.patch.symbols import definitions
 from client.gate.runs.judging import JudgeMode
+from client.gate.runs.kept import keep_signed
 from client.gate.workspace import Workspace
 from patchgate.executor_client import ExecutionResult, ExecutorClient
 from patchgate.keys import Keyring
@@ -111,23 +113,33 @@ def executed_by(
 
 
 class TargetedClient:
-    """An executor client whose every ``Execute`` carries ``targets`` and the judge ``mode``."""
+    """An executor client whose every ``Execute`` carries ``targets`` and the judge ``mode``;
+    with ``keep``, every verified result envelope is also written there
+    (:mod:`client.gate.runs.kept`)."""
 
     def __init__(
-        self, inner: ExecutorClient, targets: Sequence[Target], mode: JudgeMode | None = None
+        self,
+        inner: ExecutorClient,
+        targets: Sequence[Target],
+        mode: JudgeMode | None = None,
+        keep: Path | None = None,
     ) -> None:
         self.inner = inner
         self.address = inner.address
         self.targets = tuple(targets)
         self.mode = mode or JudgeMode()
+        self.keep = keep
 
     def execute(
         self, request: ExecuteRequest, on_progress: Callable[[str], None] | None = None
     ) -> ExecutionResult:
         """``ExecutorClient.execute`` with this client's judge mode, and its targets when
-        ``request`` names none."""
+        ``request`` names none; the verified result envelope kept when ``keep`` is set."""
         targeted = dataclasses.replace(request, targets=request.targets or self.targets)
-        return self.inner.execute(self.mode.apply(targeted), on_progress)
+        result = self.inner.execute(self.mode.apply(targeted), on_progress)
+        if self.keep is not None and result.envelope is not None:
+            keep_signed(self.keep, result.envelope)
+        return result
 
     def close(self) -> None:
         """Release the channel."""
@@ -140,12 +152,14 @@ def targeted_connect(
     executor_keyring: Keyring | None,
     targets: Sequence[Target],
     mode: JudgeMode | None = None,
+    *,
+    keep: Path | None = None,
 ) -> Callable[[str], TargetedClient]:
     """A lane's ``connect``: an ``ExecutorClient`` per address that sends ``targets`` and
-    ``mode``."""
+    ``mode`` (and keeps each signed result in ``keep``, when given)."""
 
     def connect(address: str) -> TargetedClient:
         inner = ExecutorClient(address, tls=tls, lane=lane, executor_keyring=executor_keyring)
-        return TargetedClient(inner, targets, mode)
+        return TargetedClient(inner, targets, mode, keep)
 
     return connect
