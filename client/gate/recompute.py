@@ -29,7 +29,7 @@ from typing import Any
 from client.gate import steps
 from client.gate.attributes import patch_git_metadata
 from client.gate.runs.kept import signed_runs_dir
-from client.gate.runs.mutation import JUDGE_OFF, executed_map
+from client.gate.runs.mutation import executed_map
 from client.gate.runs.signed import (
     Bound,
     SignedRun,
@@ -41,9 +41,16 @@ from client.gate.runs.signed import (
 from client.gate.runs.targets import locate, targets_of
 from client.gate.workspace import Workspace, base_pins, materialize
 from client.verdict.admission import decide
-from client.verdict.credit import CreditReport, MutationResult, rejection_codes, score
+from client.verdict.credit import (
+    CreditReport,
+    MutationFindings,
+    MutationResult,
+    rejection_codes,
+    score,
+)
 from client.verdict.flakes import quarantined
 from client.verdict.posture import Facts, merge
+from client.verdict.scoring import JUDGE_OFF
 from client.verdict.stability import assess_all
 from patchgate.digest import hash_files
 from patchgate.envelope import Envelope, verify_fixture_envelope
@@ -54,6 +61,7 @@ from patchgate.ledgers import Receipt, read_record
 from patchgate.pins import PinSet, PropertyPin
 from patchgate.report import workspace_digest
 from patchgate.symbols import MAX_TARGETS, wire_name
+from patchgate.vocabulary import JudgeName
 
 __all__ = ["Recomputed", "recompute"]
 
@@ -186,9 +194,9 @@ class _Recompute:
         sent = list(targets_of(sites))[:MAX_TARGETS]
         bound = Bound(
             fixture_digest=digest, environment=environment, judge=judge, workspace=tree,
-            names={wire_name(n): n for *_x, n in sent},
+            names={wire_name(c.name): c.name for c in sent},
             commands={p.id: tuple(p.command) for p in pins.properties},
-            targets=[[p, f, la, wire_name(n)] for p, f, la, n in sent],
+            targets=[[c.path, c.first_line, c.last_line, wire_name(c.name)] for c in sent],
             judge_roots=list(mode.source_roots) or ["."], production=list(mode.production),
         )  # fmt: skip
         directory = signed_runs_dir(self.ledgers)
@@ -204,10 +212,16 @@ class _Recompute:
         return kept
 
     @property
-    def judge(self) -> str:
+    def judge(self) -> JudgeName:
         """How the runs were made, as the receipt says (``on`` for a receipt from before it);
-        every statement must bind the same."""
-        return self.receipt.judge or "on"
+        every statement must bind the same. Another word is a problem, read as ``on``."""
+        value = self.receipt.judge or "on"
+        if value not in ("on", "off"):
+            why = f"receipt: judge {value!r} is neither 'on' nor 'off'"
+            if why not in self.out.problems:
+                self.out.problems.append(why)
+            return "on"
+        return "off" if value == "off" else "on"
 
     def score(
         self,
@@ -235,7 +249,8 @@ class _Recompute:
         def scored(mutation: Mapping[str, MutationResult] | None) -> CreditReport:
             return score(
                 changed_symbols=symbols, suite=everyone, assertion_classes=classes, local=stab,
-                remote={}, executed=executed, mutation=mutation, min_mutation_score=threshold,
+                remote={}, executed=executed,
+                mutation=None if mutation is None else MutationFindings(mutation, threshold),
             )  # fmt: skip
 
         report = scored(None)

@@ -27,9 +27,9 @@ from client.analysis.patch.touched import Touched, judge, read_inputs
 from client.gate.runs import durations
 from client.gate.runs.execution import LaneResult, LaneTerms, run_lane
 from client.gate.runs.judging import JudgeMode, production_names
+from client.gate.runs.kept import signed_runs_dir
 from client.gate.runs.suite import SignedSuite
 from client.gate.runs.targets import targeted_connect
-from client.gate.runs.kept import signed_runs_dir
 from client.gate.settings import CheckSettings
 from client.gate.workspace import Workspace
 from client.verdict.admission import covering
@@ -445,6 +445,7 @@ def execute(
     lane: str,
     suite: Sequence[PropertyPin],
     say: Say,
+    *,
     keep: bool = True,
 ) -> LaneResult:
     """Run the suite on one lane (see client.gate.runs.execution): ``local`` on the check's
