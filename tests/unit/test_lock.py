@@ -80,3 +80,30 @@ def test_the_generator_and_the_build_backend_are_locked() -> None:
     dev = pins("dev.txt")
     assert len(dev["grpcio-tools"]) == 1
     assert len(dev["setuptools"]) == 1
+
+
+def _pip_installs(text: str) -> list[str]:
+    """Each ``pip install`` command of a recipe, its folded continuation lines joined."""
+    joined = re.sub(r"\n\s+(?=[-\"'$])", " ", text)
+    return [line for line in joined.splitlines() if "pip install" in line]
+
+
+def test_the_image_and_the_ci_recipes_install_the_runtime_lock() -> None:
+    """Every install of patchgate outside setup.sh takes its dependencies from runtime.txt with
+    hashes, and patchgate itself with --no-deps: nothing floats to what an index serves today."""
+    (wheels,) = [
+        line
+        for line in (ROOT / "compose" / "build-images.sh").read_text().splitlines()
+        if "pip wheel" in line and "-r requirements/runtime.txt" in line
+    ]
+    assert "--require-hashes" in wheels
+    assert (
+        "--require-hashes -r /tmp/wheels/runtime.txt"
+        in (ROOT / "compose" / "Dockerfile").read_text()
+    )
+    for recipe in ("github-actions.yml", "gitlab-ci.yml"):
+        installs = _pip_installs((ROOT / "examples" / "ci" / recipe).read_text())
+        assert installs, recipe
+        for line in installs:
+            locked = "--require-hashes" in line and "requirements/runtime.txt" in line
+            assert locked or "--no-deps" in line, f"{recipe}: {line.strip()}"
