@@ -9,12 +9,13 @@ grpcio reads nothing before the guard runs; then, in order:
 
 1. **Admission.** A call of a *light* method (health, reflection, ``GetInfo``, ``GetKeyring``) is
    counted against its own bound, a call of any other method against the main one; each bound holds
-   in total and per peer (the SPIFFE id of an mTLS client, else the peer address without its port;
-   on a unix socket the caller's uid and pid as the kernel gives them, :mod:`patchgate.peercred`,
-   or, where the platform does not, no per-peer bound: those callers share the total). Beyond
-   either: ``RESOURCE_EXHAUSTED`` naming the bound, at once, without reading the request. The
-   server's pool has a thread for every call both bounds admit and a few more for refusals, so a
-   light call always finds one: health and ``GetInfo`` are answered while the main bound is full.
+   in total and per peer (the peer address without its port, or on a unix socket the caller's
+   uid and pid as the kernel gives them, :mod:`patchgate.peercred`; with mTLS the SPIFFE id
+   before it; where the platform gives no credentials, no per-peer bound for plain unix callers:
+   they share the total). Beyond either: ``RESOURCE_EXHAUSTED`` naming the bound, at once,
+   without reading the request. The server's pool has a thread for every call both bounds admit
+   and a few more for refusals, so a light call always finds one: health and ``GetInfo`` are
+   answered while the main bound is full.
 2. **Idle limit.** Every request message (the one of a unary call, each chunk of an upload) must
    arrive within ``idle_seconds`` of the last; otherwise the call is cancelled (the caller sees
    ``CANCELLED``), its handler's read ends, and whatever it held is released (an upload discards its
@@ -167,9 +168,10 @@ class Watchdog:
 
 
 def peer_key(context: grpc.ServicerContext) -> str:
-    """Who a call counts against: the mTLS SPIFFE id (with, on a unix socket, the caller's uid
-    and pid), else a unix caller's uid and pid, else the peer address without its port; unix
-    callers the platform does not tell apart are :data:`SHARED`."""
+    """Who a call counts against: the caller's place -- on a unix socket its uid and pid, else
+    its address without the port -- and, with mTLS, its SPIFFE id before it (one identity used by
+    two hosts or two local processes is two callers). Unix callers the platform does not tell
+    apart are :data:`SHARED` (with mTLS: the SPIFFE id alone)."""
     from patchgate.tls import peer_spiffe_id  # noqa: PLC0415 - tls imports grpc credentials
 
     spiffe = None
@@ -179,14 +181,16 @@ def peer_key(context: grpc.ServicerContext) -> str:
         spiffe = None
     peer = context.peer() or ""
     local = peer_of(peer)  # a unix socket's caller by the kernel's credentials
-    if spiffe:
-        return f"spiffe:{spiffe}" + (f"@{local}" if local else "")
     if local:
-        return f"unix:{local}"
-    if peer.startswith("unix"):
-        return SHARED
-    host, sep, port = peer.rpartition(":")
-    return host if sep and port.isdigit() else peer
+        where = f"unix:{local}"
+    elif peer.startswith("unix"):
+        where = SHARED
+    else:
+        host, sep, port = peer.rpartition(":")
+        where = host if sep and port.isdigit() else peer
+    if spiffe:  # one identity on two hosts (or two local processes) is two callers
+        return f"spiffe:{spiffe}" + (f"@{where}" if where != SHARED else "")
+    return where
 
 
 class _Admission:

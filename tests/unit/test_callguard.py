@@ -220,3 +220,37 @@ def test_callers_the_platform_cannot_tell_apart_share_the_total_alone() -> None:
     assert peer_of("unix:/tmp/patchgate-peers-ab12/c.1000.77.3") == "uid=1000,pid=77"
     assert peer_of("unix:/tmp/mine/c.0.1.2") is None
     assert peer_of("unix:") is None
+
+
+class _Ctx:
+    """What ``peer_key`` asks of a call: its peer string and its auth context."""
+
+    def __init__(self, peer: str, spiffe: str = "") -> None:
+        self._peer, self._spiffe = peer, spiffe
+
+    def peer(self) -> str:
+        return self._peer
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return {"peer_spiffe_id": [self._spiffe.encode()]} if self._spiffe else {}
+
+
+def test_one_mtls_identity_on_two_hosts_or_two_local_processes_is_two_callers() -> None:
+    """Issue 41: every mTLS client with one identity was one peer, so one of them holding its
+    share refused the others. The identity is counted with its place."""
+    from patchgate.callguard import SHARED, peer_key  # noqa: PLC0415
+
+    role = "spiffe://patchgate/role/client"
+    a = peer_key(_Ctx("ipv4:10.0.0.1:5001", role))  # type: ignore[arg-type]
+    b = peer_key(_Ctx("ipv4:10.0.0.2:5001", role))  # type: ignore[arg-type]
+    assert a != b
+    # the honest shape: one host's connections (two ports) stay one caller
+    assert a == peer_key(_Ctx("ipv4:10.0.0.1:6002", role))  # type: ignore[arg-type]
+    relay = "unix:/tmp/patchgate-peers-x/c.1000.{}.1"
+    p1 = peer_key(_Ctx(relay.format(11), role))  # type: ignore[arg-type]
+    p2 = peer_key(_Ctx(relay.format(12), role))  # type: ignore[arg-type]
+    assert p1 != p2
+    assert p1 == f"spiffe:{role}@unix:uid=1000,pid=11"
+    assert peer_key(_Ctx("unix:", role)) == f"spiffe:{role}"  # type: ignore[arg-type]
+    assert peer_key(_Ctx("unix:")) == SHARED  # type: ignore[arg-type]
+    assert peer_key(_Ctx("ipv6:[::1]:7000")) == "ipv6:[::1]"  # type: ignore[arg-type]
