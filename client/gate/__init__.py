@@ -7,7 +7,8 @@ receipt.
 ``provenance`` reads who drafted what; ``secondpin`` runs the suite on a second pin; ``selftest``
 is ``check --self-test``; ``evidence`` keeps the run logs and definition sites for people;
 ``environment`` builds or finds the base's environment before signing; ``attributes`` reads the
-git metadata that changes what a checkout holds; ``properties`` is ``patchgate properties``. What
+git metadata that changes what a checkout holds; ``properties`` is ``patchgate properties``;
+``recompute`` re-derives a check's verdict from its kept signed run results. What
 talks to executors is in ``runs/``: the suite's lane, its spread and the mutation stage. The gate
 may import :mod:`client.verdict`, :mod:`client.analysis` and :mod:`patchgate`, never a command
 or a lane.

@@ -11,8 +11,9 @@ but ``wire`` (the supervisor's config and the record vocabulary), which the daem
 * ``zygote`` — the fork server a role's zygote runs (standard library only); ``warmstart`` — the
   judge's zygote: pytest warmed, configured and collected once (the one module that touches
   ``_pytest`` internals); ``reset`` — the helper that removes what a uid left behind;
-* ``subject``, ``tracer`` and ``forwarding`` — the server that imports the patched production
-  code and answers calls, its executed tracer, and the forwarding of what it prints, logs and
+* ``subject``, ``storage``, ``tracer`` and ``forwarding`` — the server that imports the patched
+  production code and answers calls, the values it reads from storage and the exception classes
+  it verifies by identity, its executed tracer, and the forwarding of what it prints, logs and
   warns to the judge;
 * ``patchgate_judge``, ``judgelink``, ``proxies`` — the judge's import hook, its end of the call
   link, and the proxies of the subject's modules and objects;
@@ -40,6 +41,7 @@ FILES = (
     "wire.py",
     "supervisor.py",
     "subject.py",
+    "storage.py",
     "tracer.py",
     "forwarding.py",
     "patchgate_judge.py",

@@ -14,6 +14,7 @@ import pytest
 
 from executord.errors import ResourceExhausted, disk_full, sandbox_error
 from executord.runs.fakeruntime import FakeRun, FakeRuntime
+from executord.runs.runpath import RunPath
 from executord.service.adapter import _wrap_unary
 from tests.unit.test_executord_runs import _execute, _rig
 
@@ -51,7 +52,7 @@ def test_a_run_that_meets_a_full_disk_is_a_resource_exhausted_transport_record(
     def full(*_a: Any, **_k: Any) -> Any:
         raise _full(rig.executor.work_dir / "req" / "results")
 
-    monkeypatch.setattr(rig.executor, "_one_run", full)
+    monkeypatch.setattr(RunPath, "_sandbox", full)  # the one run path's sandbox run
     report = _execute(rig, runs=1)
     assert list(report.outcomes) == []
     assert [t.kind for t in report.transport] == [RESOURCE_EXHAUSTED]

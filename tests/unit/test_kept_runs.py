@@ -11,8 +11,12 @@ from client.gate.runs.targets import TargetedClient
 from patchgate.envelope import Envelope, sign_envelope
 from patchgate.executor_client import ExecutionResult
 from patchgate.keys import Signer
+from patchgate.request import ExecuteRequest
 
 EXECUTOR = Signer.generate("executor")
+REQUEST = ExecuteRequest(
+    envelope=sign_envelope(b"{}", EXECUTOR), workspace=Path("/ws"), fixture_root="f", properties=()
+)
 
 
 def _result(envelope: Envelope | None) -> ExecutionResult:
@@ -29,7 +33,7 @@ class _Inner:
     def __init__(self, result: ExecutionResult) -> None:
         self.result = result
 
-    def execute(self, **_kwargs: object) -> ExecutionResult:
+    def execute(self, request: object, on_progress: object = None) -> ExecutionResult:
         return self.result
 
     def close(self) -> None:
@@ -39,7 +43,7 @@ class _Inner:
 def test_a_verified_result_is_kept_as_received(tmp_path: Path) -> None:
     envelope = sign_envelope(b'{"x": 1}', EXECUTOR)
     keep = signed_runs_dir(tmp_path)
-    TargetedClient(_Inner(_result(envelope)), (), keep=keep).execute(runs=1)  # type: ignore[arg-type]
+    TargetedClient(_Inner(_result(envelope)), (), keep=keep).execute(REQUEST)
     (kept,) = keep.iterdir()
     assert Envelope.from_json(json.loads(kept.read_text())) == envelope
     assert keep == tmp_path / "signed_runs"
@@ -49,10 +53,10 @@ def test_a_result_without_an_envelope_keeps_nothing_and_no_keep_writes_nothing(
     tmp_path: Path,
 ) -> None:
     keep = tmp_path / "signed_runs"
-    TargetedClient(_Inner(_result(None)), (), keep=keep).execute(runs=1)  # type: ignore[arg-type]
+    TargetedClient(_Inner(_result(None)), (), keep=keep).execute(REQUEST)
     assert not keep.exists()
     envelope = sign_envelope(b"{}", EXECUTOR)
-    TargetedClient(_Inner(_result(envelope)), ()).execute(runs=1)  # type: ignore[arg-type]
+    TargetedClient(_Inner(_result(envelope)), ()).execute(REQUEST)
     assert not keep.exists()
 
 

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 from client.report.model import Report
 from client.report.text import render_text
-from client.verdict.receipt import build_receipt
+from client.verdict.receipt import ReceiptFacts, build_receipt
 
 CLOCK = "2026-09-10T12:00:00.000Z"
 
 
 def _report(citations: list[str]) -> Report:
     receipt = build_receipt(
-        review_clock=CLOCK, patch_sha256="a" * 64, decision="admit", posture="reject_credit",
-        admit=False, changed_symbols=["m.f"], credits={"m.f": 0}, coverage=0.0,
-        rejection_codes=["R1"], freeze_citations=citations, fixture_status="match",
-        fixture_digest="c" * 64,
+        ReceiptFacts(
+            review_clock=CLOCK, patch_sha256="a" * 64, decision="admit", posture="reject_credit",
+            admit=False, changed_symbols=["m.f"], credits={"m.f": 0}, coverage=0.0,
+            rejection_codes=["R1"], freeze_citations=citations, fixture_status="match",
+            fixture_digest="c" * 64,
+        )
     )  # fmt: skip
     return Report(receipt=receipt, rows=[], reasons=[])
 
