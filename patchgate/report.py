@@ -49,7 +49,8 @@ BINDING_SCHEMA = "patchgate/run-binding/v1"
 
 def workspace_digest(entries: Iterable[tuple[str, str, int]]) -> str:
     """sha256 of ``"patchgate-workspace-v1\n"`` then ``"file <sha256> <size> <path>\n"`` per
-    (path, sha256, size), in order of the paths' UTF-8 bytes (the fixture digest's form, §4)."""
+    (path, sha256, size), in order of the paths' UTF-8 bytes (the fixture digest's form:
+    docs/reference/digest.md)."""
     lines = ["patchgate-workspace-v1\n"]
     for path, sha, size in sorted(entries, key=lambda e: e[0].encode()):
         lines.append(f"file {sha} {int(size)} {path}\n")

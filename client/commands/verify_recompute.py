@@ -1,7 +1,7 @@
 """``patchgate verify-receipt --recompute --base REV --patch FILE DIR --operator-keyring F``.
 
-A merge policy's check (issue 43, DESIGN §7): re-derive the verdict of the check whose ``--out``
-directory is DIR from the signed evidence kept there (``fixture_envelope.json`` and
+A merge policy's check (issue 43; docs/reference/receipt.md): re-derive the verdict of the check
+whose ``--out`` directory is DIR from the signed evidence kept there (``fixture_envelope.json`` and
 ``signed_runs/``), with no daemon, and compare it with ``receipt.json``. The keyring holds the
 operator keys and, by role ``executor``, the executor keys whose run results count.
 

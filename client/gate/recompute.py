@@ -1,4 +1,4 @@
-"""The verdict of a check re-derived from its signed evidence alone (issue 43, DESIGN §7).
+"""The verdict of a check re-derived from its signed evidence alone (docs/reference/receipt.md).
 
 ``patchgate verify-receipt --recompute`` hands this module the base revision, the patch bytes, the
 check's ``--out`` directory and one keyring (operator keys and, by role ``executor``, the executor
@@ -65,7 +65,7 @@ from patchgate.vocabulary import JudgeName
 
 __all__ = ["Recomputed", "recompute"]
 
-RUNS = 2  # the suite runs twice (DESIGN §6 step 7)
+RUNS = 2  # the suite runs twice (docs/gate.md)
 
 
 @dataclass(kw_only=True)

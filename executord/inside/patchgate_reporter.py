@@ -189,7 +189,7 @@ def _failure_text(report: pytest.TestReport) -> str:
     return text[:MAX_FAILURE_CHARS]
 
 
-# Failure kinds (DESIGN §6 step 9: a kill is the predicate's failure). The judge branch's reporter
+# Failure kinds (docs/mutation.md: a kill is the predicate's failure). The judge branch's reporter
 # sets them from the subject marker alone; this single-process reporter also reads where the
 # exception was raised, since production code runs in the same process.
 FAILURE_KINDS = ("predicate", "subject", "judge_error")

@@ -1,4 +1,6 @@
-"""The build step of a suite's environment, run once in a sandbox with no network (DESIGN §3).
+"""The build step of a suite's environment, run once in a sandbox with no network.
+
+The contract: docs/reference/pins.md.
 
 ``[tool.patchgate.environment.build]`` of the base names a command, the repository paths it reads
 and the ones it makes. The client sends the environment tree (the locked packages) and the

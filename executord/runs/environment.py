@@ -1,4 +1,6 @@
-"""The suite's signed environment: checked, materialized, re-digested, mounted (DESIGN §3, §9).
+"""The suite's signed environment: checked, materialized, re-digested, mounted.
+
+The contract: docs/reference/pins.md and docs/executor.md.
 
 A request whose signed manifest names an ``environment_digest`` must carry the environment tree
 (by content, like the workspace); one that names none must carry no tree and runs with the

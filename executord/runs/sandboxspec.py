@@ -4,7 +4,7 @@ Judge **off** (the old single-process run): the property's argv with ``-p patchg
 as the sandbox user, ``PYTHONPATH`` on the read-only mount of ``executord/inside/`` so that its
 ``sitecustomize`` opens the report channel before any workspace code runs.
 
-Judge **on** (DESIGN §6.7, §9): PID 1 is the supervisor of that same mount, started as the
+Judge **on** (docs/executor.md): PID 1 is the supervisor of that same mount, started as the
 container's uid 0 holding only ``SandboxPolicy.cap_add``. It reads the config this module writes
 beside the report socket (``supervisor.json``, the format of ``executord/inside/wire.py``),
 connects to the socket before it starts any child, then runs the judge (pytest with the reporter)

@@ -1,4 +1,6 @@
-"""Sandboxed containers (DESIGN §9): the policy, a small ``ContainerRuntime`` protocol, and one run.
+"""Sandboxed containers: the policy, a small ``ContainerRuntime`` protocol, and one run.
+
+The policy itself is told in docs/executor.md.
 
 ``run_container`` is the only place that creates containers. It removes the container on every path
 (exit, clock bound, cancel, error) and turns every infrastructure problem into a SandboxError whose
@@ -68,7 +70,7 @@ class SandboxPolicy:
     memory_bytes: int = 512 << 20
     nano_cpus: int = 1_000_000_000
     tmpfs_bytes: int = 64 << 20
-    # The judge apart (DESIGN §6.7, §9): the container starts as its uid 0 holding only these,
+    # The judge apart (docs/executor.md): the container starts as its uid 0 holding only these,
     # for the supervisor (PID 1), which runs judge and subject as two distinct non-root uids.
     supervisor_user: str = "0:0"
     cap_add: tuple[str, ...] = ("SETUID", "SETGID", "KILL")
