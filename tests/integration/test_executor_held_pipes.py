@@ -9,12 +9,12 @@ batch's later variants never ran. Now the subject is ended by its uid when the j
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from patchgate.executor_client import ExecutionResult, ExecutorClient
+from patchgate.request import ExecuteRequest, Variant
 from tests.integration.fixtures_executor import ExecutorProc, billing_case, prop
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -40,19 +40,20 @@ PROPS = (
 def _execute(
     daemon: ExecutorProc, case, variants: tuple[tuple[str, bytes], ...] = ()
 ) -> ExecutionResult:  # type: ignore[no-untyped-def]
+    request = ExecuteRequest(
+        envelope=case.envelope,
+        workspace=case.workspace,
+        fixture_root="fixtures",
+        properties=tuple(case.properties),
+        runs=1,
+        judge="on",
+        source_roots=(".",),
+        production=("billing",),
+        variants=tuple(Variant(path, source) for path, source in variants),
+        variant_bound_ms=8000 if variants else 0,
+    )
     with ExecutorClient(daemon.address) as client:
-        return client.execute(
-            fixture_envelope=case.envelope,
-            workspace=case.workspace,
-            fixture_root="fixtures",
-            properties=case.properties,
-            runs=1,
-            judge="on",
-            source_roots=(".",),
-            production=("billing",),
-            variants=variants,
-            variant_bound_ms=8000 if variants else 0,
-        )
+        return client.execute(request)
 
 
 def test_a_child_holding_the_pipes_does_not_stall_a_batch_and_later_variants_run(
@@ -67,9 +68,7 @@ def test_a_child_holding_the_pipes_does_not_stall_a_batch_and_later_variants_run
         (MODULE, unclamped),  # 2: after it, a mutant non_negative kills
         (MODULE, disk),  # 3: a control
     )
-    t0 = time.monotonic()
     result = _execute(executor_daemon, case, variants)
-    took = time.monotonic() - t0
     assert result.transport == (), result.transport
     got = {(o.property_id, o.variant): (o.outcome, o.failure_kind) for o in result.outcomes}
     ok = ("pass", "")
@@ -80,9 +79,7 @@ def test_a_child_holding_the_pipes_does_not_stall_a_batch_and_later_variants_run
         ("b.bounded", 2): ok,
         ("b.non_negative", 3): ok,
         ("b.bounded", 3): ok,
-    }, result.outcomes
-    # three pairs, never a bound's or a deadline's wait (the bound alone is 8 s a variant)
-    assert took < 45, took
+    }, result.outcomes  # held to the deadline, every variant was judge_error and none ran after
 
 
 def test_a_child_holding_the_pipes_does_not_hold_a_plain_run_to_its_bound(
@@ -91,9 +88,7 @@ def test_a_child_holding_the_pipes_does_not_hold_a_plain_run_to_its_bound(
     case = billing_case(tmp_path, operator_key.signer, properties=PROPS[:1], clock_bound_ms=30000)
     module = case.workspace / MODULE
     module.write_bytes(module.read_bytes() + HOLDER.encode())  # the code under test holds them
-    t0 = time.monotonic()
     result = _execute(executor_daemon, case)
-    took = time.monotonic() - t0
     assert result.transport == (), result.transport
+    # held to its bound, the run was exceeded_bound; ended with the judge, it passes
     assert [(o.property_id, o.outcome) for o in result.outcomes] == [("b.non_negative", "pass")]
-    assert took < 25, took  # far below the 30 s bound

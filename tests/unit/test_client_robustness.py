@@ -13,6 +13,7 @@ import time
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -166,6 +167,7 @@ class _Blocking:
     """An executor whose Execute runs until its channel is closed (then: a transport result)."""
 
     both = threading.Event()  # set when the second Execute is in flight
+    hung: ClassVar[list[str]] = []  # Executes whose stream no interrupt cancelled
 
     def __init__(self, address: str, started: list[str], closed: threading.Event) -> None:
         self.address = address
@@ -179,6 +181,7 @@ class _Blocking:
         if len(self._started) == 2:
             self.both.set()
         if not self._closed.wait(30):
+            _Blocking.hung.append(request.properties[0].id)  # the worker thread's error is lost
             raise AssertionError("the stream in flight was never cancelled")
         raise TransportError("unavailable", "cancelled")
 
@@ -202,6 +205,7 @@ def test_an_interrupted_lane_starts_no_queued_property_and_cancels_the_running_o
     main = threading.main_thread().ident
     assert main is not None
     _Blocking.both.clear()
+    _Blocking.hung.clear()
 
     def interrupt() -> None:  # once both workers' streams are in flight: an event, not a delay
         if _Blocking.both.wait(60):
@@ -218,5 +222,6 @@ def test_an_interrupted_lane_starts_no_queued_property_and_cancels_the_running_o
             LaneTerms(runs=2, connect=connect),
         )
     timer.join()
+    assert _Blocking.hung == []  # cancelled by the interrupt, not ended by the fake's 30 s wait
     assert closed.is_set()
     assert sorted(started) == ["p0", "p1"]  # one per worker; the four queued never started

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -403,8 +403,9 @@ def drive(
 
     try:
         with ThreadPoolExecutor(max_workers=len(slots)) as pool:
-            futures = [pool.submit(worker, a) for a in slots]
-            try:
+            futures: list[Future[None]] = []
+            try:  # the submits too: an interrupt while a worker starts must cancel, not wait
+                futures.extend(pool.submit(worker, a) for a in slots)
                 pending = set(futures)
                 while pending:  # a timed wait: a signal's handler runs within half a second
                     _, pending = wait(pending, timeout=0.5)
