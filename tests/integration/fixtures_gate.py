@@ -5,17 +5,21 @@ Loaded by tests/conftest.py. Provides:
 - ``billing_repo``: a tmp git repository holding a copy of ``examples/billing`` (without its
   ``patches/``), base committed; ``.commit_patch(name)`` applies a sample patch as a person's
   commit.
+- ``own_gate(tmp)``: a gate with a signer and an executor of its own under ``tmp`` (for a
+  module-scoped fixture), both stopped at the end.
 - ``gate``: runs the ``patchgate`` console script (``check`` / ``verify-receipt``) against
   ``signer_daemon`` and ``executor_daemon`` (both of ``operator_key``); returns a ``GateRun``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +31,7 @@ PATCHES = BILLING / "patches"
 PATCHGATE = str(Path(sys.executable).parent / "patchgate")
 CLOCK = "2026-09-10T12:00:00Z"  # FLK-1044 of the example is valid at this clock
 
-__all__ = ["CLOCK", "PATCHES", "BillingRepo", "Gate", "GateRun"]
+__all__ = ["CLOCK", "PATCHES", "BillingRepo", "Gate", "GateRun", "own_gate"]
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -134,3 +138,25 @@ def gate(signer_daemon: Any, executor_daemon: Any, operator_key: Any, tmp_path: 
         keyring=operator_key.keyring_path,
         tmp=work,
     )
+
+
+@contextlib.contextmanager
+def own_gate(tmp: Path) -> Iterator[Gate]:
+    """A gate whose signer and executor (of a new operator key) are its own, under ``tmp``."""
+    from tests.conftest import make_key  # noqa: PLC0415 - the fixture modules load one another
+    from tests.integration.fixtures_executor import start_executor  # noqa: PLC0415
+    from tests.integration.fixtures_signer import start_signer  # noqa: PLC0415
+
+    key = make_key(tmp / "operator", "operator")
+    signer = start_signer([key.key_path], workdir=tmp)
+    executor = start_executor(tmp, key.keyring_path)
+    try:
+        work = tmp / "gate"
+        work.mkdir()
+        yield Gate(
+            signer=signer.address, executor=executor.address, keyring=key.keyring_path, tmp=work
+        )
+    finally:
+        executor.stop()
+        signer.stop()
+        shutil.rmtree(signer.socket_dir, ignore_errors=True)

@@ -21,10 +21,7 @@ from typing import Any
 import pytest
 
 from tests.attacks.repos import PYTEST, build, git
-from tests.conftest import make_key
-from tests.integration.fixtures_executor import start_executor
-from tests.integration.fixtures_gate import BillingRepo, Gate, GateRun
-from tests.integration.fixtures_signer import start_signer
+from tests.integration.fixtures_gate import BillingRepo, Gate, GateRun, own_gate
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -273,20 +270,8 @@ HONEST = [  # the same functions refactored faithfully, the same shapes
 
 @pytest.fixture(scope="module")
 def values_gate(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gate]:
-    tmp = tmp_path_factory.mktemp("judge-values")
-    key = make_key(tmp / "operator", "operator")
-    signer = start_signer([key.key_path], workdir=tmp)
-    executor = start_executor(tmp, key.keyring_path)
-    try:
-        work = tmp / "gate"
-        work.mkdir()
-        yield Gate(
-            signer=signer.address, executor=executor.address, keyring=key.keyring_path, tmp=work
-        )
-    finally:
-        executor.stop()
-        signer.stop()
-        shutil.rmtree(signer.socket_dir, ignore_errors=True)
+    with own_gate(tmp_path_factory.mktemp("judge-values")) as gate:
+        yield gate
 
 
 @pytest.fixture(scope="module")
