@@ -211,17 +211,23 @@ def test_an_interrupted_lane_starts_no_queued_property_and_cancels_the_running_o
         if _Blocking.both.wait(60):
             signal.pthread_kill(main, signal.SIGINT)
 
+    # Python's own SIGINT handler: a process started as a background job of a non-interactive
+    # shell (a CI runner's `cmd &`) inherits SIGINT ignored, and Python then installs none
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Thread(target=interrupt)
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        run_lane(
-            signed,
-            "local",
-            ["a", "b"],
-            [_prop(i) for i in range(6)],
-            LaneTerms(runs=2, connect=connect),
-        )
-    timer.join()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_lane(
+                signed,
+                "local",
+                ["a", "b"],
+                [_prop(i) for i in range(6)],
+                LaneTerms(runs=2, connect=connect),
+            )
+    finally:
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
     assert _Blocking.hung == []  # cancelled by the interrupt, not ended by the fake's 30 s wait
     assert closed.is_set()
     assert sorted(started) == ["p0", "p1"]  # one per worker; the four queued never started
