@@ -61,12 +61,14 @@ stop_docker() {  # once: before the summary, or from the trap when the run is cu
 trap stop_docker EXIT
 
 # Stop only an engine this run started: one that already answered (started by hand, by another
-# run, or by an earlier docker.sh start whose pid file is still there) is left running.
+# run, or by an earlier docker.sh start whose pid file is still there) is left running. docker.sh
+# writes a new pid into its pid file when, and only when, it starts an engine; a stale file of an
+# engine that died does not make a run's own engine someone else's.
 docker_pidfile=${PATCHGATE_DOCKER_STATE:-/tmp/patchgate-docker}/dockerd.pid
-had_pidfile=0
-[ -f "$docker_pidfile" ] && had_pidfile=1
+pid_before=$(cat "$docker_pidfile" 2>/dev/null || true)
 if scripts/docker.sh start; then
-  [ "$had_pidfile" -eq 0 ] && [ -f "$docker_pidfile" ] && docker_started=1
+  pid_after=$(cat "$docker_pidfile" 2>/dev/null || true)
+  [ -n "$pid_after" ] && [ "$pid_after" != "$pid_before" ] && docker_started=1
   step integration .venv/bin/pytest tests/integration
 else
   failed+=("docker-engine")

@@ -16,7 +16,7 @@ STUB = '#!/usr/bin/env bash\necho "$(basename "$0") $*" >&2\nexit {code}\n'
 DOCKER = """#!/usr/bin/env bash
 echo "docker.sh: $1 (stub)" >&2
 state=$PATCHGATE_DOCKER_STATE
-if [ "$1" = start ] && [ ! -f "$state/dockerd.pid" ] && [ -z "${ANSWERS:-}" ]; then
+if [ "$1" = start ] && [ -z "${ANSWERS:-}" ]; then  # no engine answers: start one
   mkdir -p "$state"; echo 4242 > "$state/dockerd.pid"
 fi
 [ "$1" = stop ] && rm -f "$state/dockerd.pid" && echo "docker.sh: stopped dockerd 4242" >&2
@@ -70,6 +70,19 @@ def test_an_engine_that_already_answered_is_left_running(tmp_path: Path) -> None
     assert "docker.sh: stopped dockerd 4242" not in lines
     (tmp_path / "docker-state").mkdir()
     (tmp_path / "docker-state" / "dockerd.pid").write_text("4242\n")
-    lines = _run(tmp_path)
+    lines = _run(tmp_path, ANSWERS="1")
     assert "docker.sh: stopped dockerd 4242" not in lines
     assert (tmp_path / "docker-state" / "dockerd.pid").exists()
+
+
+def test_a_stale_pid_file_does_not_make_the_run_s_own_engine_someone_else_s(
+    tmp_path: Path,
+) -> None:
+    """An engine that died left its pid file; no engine answers, so this run starts one (a new
+    pid in the file) and stops it before its summary."""
+    _stubs(tmp_path)
+    (tmp_path / "docker-state").mkdir()
+    (tmp_path / "docker-state" / "dockerd.pid").write_text("1111\n")
+    lines = _run(tmp_path)
+    assert lines[-1].startswith("test.sh: PASS"), lines
+    assert lines.count("docker.sh: stopped dockerd 4242") == 1
