@@ -21,9 +21,10 @@ Two refusals:
   ``-text``/``binary`` and ``diff``/``merge`` attributes change nothing on Linux and are fine.
   Macros (``[attr]name ...`` of the root file, and the built-in ``binary``) are expanded. A file
   is scored (:func:`scored`) when Python may load it or the gate reads its bytes: a ``.py``,
-  ``.pyi`` or ``.pth`` anywhere, any file inside a regular package of a source root (package
-  data), anything under the fixture root, the pins or an oracle path, the harness configuration
-  files and the environment lock. A changelog's ``eol=crlf`` or a ``*.bat`` file's is not.
+  ``.pyi`` or ``.pth`` anywhere, any file under a source root of its own (``src/``), any file
+  inside a regular package of the root layout (package data), anything under the fixture root, the
+  pins or an oracle path, the harness configuration files and the environment lock. A changelog's
+  ``eol=crlf`` or a ``*.bat`` file's is not.
 """
 
 from __future__ import annotations
@@ -207,9 +208,12 @@ def scored(files: Sequence[str], config: ProjectConfig) -> frozenset[str]:
     out = set()
     for path in files:
         parent = path.rpartition("/")[0]
-        in_package = any(
-            parent == pkg or parent.startswith(pkg + "/") for pkg in packages if pkg
-        ) and any(_under(path, root) for root in roots)
+        # a source root of its own (src/) holds nothing but what is shipped, namespace packages'
+        # data included; under the repository root only a regular package's files count
+        in_package = any(root.strip("/") and _under(path, root) for root in roots) or (
+            any(parent == pkg or parent.startswith(pkg + "/") for pkg in packages if pkg)
+            and any(_under(path, root) for root in roots)
+        )
         if (
             path.endswith(_PYTHON_SUFFIXES)
             or path.rsplit("/", 1)[-1] in _HARNESS_FILES

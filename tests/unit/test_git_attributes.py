@@ -161,3 +161,12 @@ def test_a_gitlink_is_found_from_the_header_and_from_the_tree(billing: Path) -> 
 
 def test_an_ordinary_patch_has_no_git_metadata(billing: Path) -> None:
     assert _reasons(billing, (PATCHES / "control_billing_refactor.patch").read_bytes()) == ()
+
+
+def test_a_src_layout_s_namespace_package_data_is_scored(tmp_path: Path) -> None:
+    """Under src/ every file is shipped, a namespace package's data too (no __init__.py there);
+    the root's changelog beside it still changes nothing the gate reads."""
+    files = {"src/nspkg/table.txt": "a\n", "src/nspkg/mod.py": "x = 1\n", "CHANGES.rst": "c\n"}
+    repo = _repo(tmp_path / "r", {**files, ".gitattributes": "*.txt eol=crlf\n*.rst eol=crlf\n"})
+    problems = _problems(repo)
+    assert [p.split(":")[0] for p in problems] == ["src/nspkg/table.txt"], problems
